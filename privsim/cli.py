@@ -1,0 +1,267 @@
+"""The ``privsim`` command: run protocols, print views (and, as they land, audit and bound them).
+
+Every subcommand takes a scenario file or the same fields as flags (flags win), prints a
+table (or one JSON object with ``--json``) on stdout and progress on stderr. Bad input
+prints one line and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Optional, TypeVar
+
+import click
+import numpy as np
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from privsim.analysis.accuracy import accuracy_summary
+from privsim.errors import ParameterError, PrivsimError
+from privsim.protocols import REGISTRY
+from privsim.scenario import RunSpec, load_scenario, make_inputs, parse_params
+from privsim.simulate import batch_plan, simulate, simulate_batches
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="privsim",
+    help="Simulate distributed differentially private protocols: run, count, view, audit.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+stdout = Console()
+stderr = Console(stderr=True)
+T = TypeVar("T")
+# typer vendors click; its usage errors share this base class.
+_UsageError = typer.BadParameter.__mro__[2]
+
+# Options shared by the subcommands (typer needs them spelled per command).
+_SCENARIO = typer.Argument(None, help="A scenario TOML file (scenarios/*.toml); flags override its fields.",
+                           show_default=False)
+_PROTOCOL = typer.Option(None, "--protocol", help=f"Protocol name: {', '.join(sorted(REGISTRY))}.")
+_N = typer.Option(None, "--n", help="Number of parties.")
+_T = typer.Option(None, "--t", help="Coalition-size threshold t (default: the protocol's).")
+_TRIALS = typer.Option(None, "--trials", help="Number of independent runs R.")
+_SEED = typer.Option(None, "--seed", help="Root seed (same seed, same transcript).")
+_PARAM = typer.Option(None, "--param", help="Protocol parameter KEY=VALUE (repeatable).")
+_INPUTS = typer.Option(None, "--inputs",
+                       help="Inputs: zeros, ones, half, alternating, count:K, bernoulli:P.")
+_JSON = typer.Option(False, "--json", help="Print one JSON object on stdout.")
+
+
+def _spec(scenario: Optional[Path], protocol: Optional[str], n: Optional[int], t: Optional[int],
+          trials: Optional[int], seed: Optional[int], params: Optional[list[str]],
+          inputs: Optional[str]) -> RunSpec:
+    base = load_scenario(scenario) if scenario is not None else RunSpec()
+    return base.with_overrides(protocol=protocol, n=n, t=t, trials=trials, seed=seed, inputs=inputs,
+                               params=parse_params(params))
+
+
+def _check_counts(spec: RunSpec) -> None:
+    if spec.n is None:
+        raise ParameterError("n is required (--n N or n = ... in the scenario)")
+    if spec.n < 1:
+        raise ParameterError(f"n must be >= 1 (got {spec.n})")
+    if spec.trials < 1:
+        raise ParameterError(f"trials must be >= 1 (got {spec.trials})")
+
+
+@contextmanager
+def progress_bar(total: int, label: str, enabled: bool = True) -> Iterator[Any]:
+    """A rich progress bar on stderr that appears only once the work has taken over a second."""
+    state: dict[str, Any] = {"start": time.perf_counter(), "bar": None, "task": None, "done": 0}
+
+    def advance(k: int = 1) -> None:
+        state["done"] += k
+        if state["bar"] is None and enabled and time.perf_counter() - state["start"] > 1.0:
+            bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                           console=stderr, transient=True)
+            bar.start()
+            state["bar"], state["task"] = bar, bar.add_task(label, total=total)
+        if state["bar"] is not None:
+            state["bar"].update(state["task"], completed=state["done"])
+
+    try:
+        yield advance
+    finally:
+        if state["bar"] is not None:
+            state["bar"].stop()
+
+
+def _table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
+    table = Table(title=title, show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    for k, v in rows:
+        table.add_row(k, f"{v:.6g}" if isinstance(v, float) else str(v))
+    return table
+
+
+def run_spec(spec: RunSpec, progress: bool = True) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """Run a scenario in batches; returns the JSON summary, the estimates and the true values."""
+    _check_counts(spec)
+    protocol = spec.build()
+    inputs = make_inputs(protocol, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
+    first = None
+    estimates, truths = [], []
+    plan = batch_plan(spec.trials, spec.n)  # type: ignore[arg-type]
+    with progress_bar(len(plan), f"{protocol.name}: batches", enabled=progress) as advance:
+        for res in simulate_batches(protocol, inputs, trials=spec.trials, seed=spec.seed, t=spec.t):
+            first = first or res
+            estimates.append(np.asarray(res.estimate, dtype=float))
+            truths.append(np.broadcast_to(np.asarray(res.true_value, dtype=float), res.estimate.shape))
+            advance()
+    assert first is not None
+    est, truth = np.concatenate(estimates), np.concatenate(truths)
+    summary = {
+        "protocol": protocol.name, "n": first.n, "t": first.t, "trials": spec.trials, "seed": first.seed,
+        "params": protocol.parameters, "rounds": first.rounds, "messages": first.messages, "bits": first.bits,
+        "schedule_messages": first.schedule.messages, **accuracy_summary(est, truth),
+    }
+    return summary, est, truth
+
+
+def plot_estimates(path: str, est: np.ndarray, truth: np.ndarray, title: str) -> None:
+    """Write a histogram of the estimates with the true value marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.hist(est, bins=60, color="#4c72b0", alpha=0.85)
+    ax.axvline(float(np.mean(truth)), color="#c44e52", lw=2, label="true value")
+    ax.axvline(float(np.mean(est)), color="k", ls="--", lw=1, label="mean estimate")
+    ax.set_xlabel("estimate")
+    ax.set_ylabel("trials")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+@app.command()
+def run(
+    scenario: Optional[Path] = _SCENARIO,
+    protocol: Optional[str] = _PROTOCOL,
+    n: Optional[int] = _N,
+    t: Optional[int] = _T,
+    trials: Optional[int] = _TRIALS,
+    seed: Optional[int] = _SEED,
+    param: Optional[list[str]] = _PARAM,
+    inputs: Optional[str] = _INPUTS,
+    json_out: bool = _JSON,
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG of the estimates' distribution."),
+) -> None:
+    """Run a protocol R times and report its cost (messages, bits, rounds) and accuracy."""
+    spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
+    summary, est, truth = run_spec(spec)
+    if plot is not None:
+        plot_estimates(str(plot), est, truth, f"{summary['protocol']}, n={summary['n']}, R={summary['trials']}")
+        summary["plot"] = str(plot)
+    if json_out:
+        print(json.dumps(summary))
+    else:
+        stdout.print(_table(f"privsim run: {summary['protocol']}",
+                            [(k, v) for k, v in summary.items() if k != "params"] +
+                            [(f"param {k}", v) for k, v in summary["params"].items()]))
+
+
+@app.command()
+def views(
+    scenario: Optional[Path] = _SCENARIO,
+    protocol: Optional[str] = _PROTOCOL,
+    n: Optional[int] = _N,
+    t: Optional[int] = _T,
+    trials: Optional[int] = typer.Option(3, "--trials", help="Number of trials to show."),
+    seed: Optional[int] = _SEED,
+    param: Optional[list[str]] = _PARAM,
+    inputs: Optional[str] = _INPUTS,
+    coalition: str = typer.Option(..., "--coalition", help="Coalition ids, e.g. 0,1 or C or C,0."),
+    json_out: bool = _JSON,
+) -> None:
+    """Print a coalition's view (inputs, randomness, messages, outputs) for the first trials."""
+    spec = _spec(scenario, protocol, n, t, None, seed, param, inputs).with_overrides(trials=trials)
+    _check_counts(spec)
+    proto = spec.build()
+    x = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
+    res = simulate(proto, x, trials=spec.trials, seed=spec.seed, t=spec.t, coalition=coalition)
+    view = res.view(coalition)
+    if json_out:
+        print(json.dumps(view.to_dict(trials=spec.trials)))
+        return
+    for i in range(spec.trials):
+        table = Table(title=f"view of coalition {{{', '.join(map(str, view.coalition))}}}, trial {i}")
+        for col in ("round", "from", "to", "value"):
+            table.add_column(col)
+        for m in view.coalition:
+            if m in view.inputs:
+                table.add_row("-", "input", str(m), str(np.asarray(view.inputs[m])[i].tolist()))
+            for k, d in enumerate(view.randomness.get(m, [])):
+                table.add_row("-", f"rand #{k}", str(m), _short(np.asarray(d)[i]))
+        for r, s, d, v in view.rows(i):
+            table.add_row(str(r), str(s), str(d), _short(v))
+        for m, v in view.outputs.items():
+            table.add_row("-", "output", str(m), _short(np.asarray(v)[i] if np.ndim(v) else v))
+        stdout.print(table)
+
+
+def _short(v: Any) -> str:
+    arr = np.asarray(v)
+    if arr.dtype.kind == "f":
+        text = np.array2string(arr, precision=4, threshold=8) if arr.ndim else f"{float(arr):.6g}"
+    else:
+        text = str(arr.tolist()) if arr.size <= 8 else np.array2string(arr, threshold=8)
+    return text
+
+
+@app.command("protocols")
+def list_protocols(json_out: bool = _JSON) -> None:
+    """List the protocols and their parameters."""
+    info = {name: {k: {"default": p.default if isinstance(p.default, (int, float, str, bool)) else None,
+                       "allowed": p.allowed(), "doc": p.doc} for k, p in cls.params.items()}
+            for name, cls in sorted(REGISTRY.items())}
+    if json_out:
+        print(json.dumps(info))
+        return
+    table = Table(title="privsim protocols")
+    for col in ("protocol", "parameter", "default", "allowed", "meaning"):
+        table.add_column(col)
+    for name, params in info.items():
+        for i, (k, p) in enumerate(params.items() or [("-", {"default": "", "allowed": "", "doc": ""})]):
+            table.add_row(name if i == 0 else "", k, str(p["default"]), p["allowed"], p["doc"])
+    stdout.print(table)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: runs the CLI; user errors print one line and exit with code 2."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except PrivsimError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except (typer.Exit, click.exceptions.Exit) as exc:
+        sys.exit(exc.exit_code)
+    except (typer.Abort, click.exceptions.Abort):
+        print("aborted", file=sys.stderr)
+        sys.exit(1)
+    except (_UsageError, click.ClickException) as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `privsim`: show the help
+            print(exc.format_message())
+            sys.exit(0)
+        print(f"error: {exc.format_message()}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

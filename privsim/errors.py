@@ -1,0 +1,45 @@
+"""The privsim error family: every error a user can cause is a :class:`PrivsimError`.
+
+The CLI prints the message of a :class:`PrivsimError` on one line and exits with code 2;
+anything else is a bug in privsim and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PrivsimError",
+    "ParameterError",
+    "InputError",
+    "ScheduleViolation",
+    "PartyFailure",
+    "DeadlockError",
+    "ViewNotRecorded",
+]
+
+
+class PrivsimError(Exception):
+    """Base class of every error privsim raises for bad input or a misbehaving protocol."""
+
+
+class ParameterError(PrivsimError, ValueError):
+    """A parameter is missing, unknown, of the wrong type or outside its allowed range."""
+
+
+class InputError(PrivsimError, ValueError):
+    """The parties' inputs have the wrong shape or lie outside the protocol's domain."""
+
+
+class ScheduleViolation(PrivsimError):
+    """A message was sent off the declared schedule, or a scheduled message was not sent."""
+
+
+class PartyFailure(PrivsimError):
+    """A party's routine raised; the message names the party and the round."""
+
+
+class DeadlockError(PrivsimError):
+    """Some parties can never finish the current round (they wait on something else)."""
+
+
+class ViewNotRecorded(PrivsimError):
+    """A coalition view was asked for that the simulation did not record."""

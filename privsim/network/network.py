@@ -1,0 +1,223 @@
+"""The synchronous network: a round barrier with bulk delivery, schedule enforcement, counters.
+
+Every party sends without blocking (``send`` appends to its outbox) and then awaits
+``end_round``. When the last live party arrives, the network checks every outbox against
+the schedule, delivers all of the round's messages at once into per-party inboxes
+ordered by sender, counts messages and bits, records the transcript, and wakes every
+waiting party with its inbox. There is no awaited channel operation per message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import outcome
+import trio
+import trio.testing
+
+from privsim.errors import DeadlockError, ScheduleViolation
+from privsim.network.schedule import Schedule, sort_ids
+from privsim.parties.context import Inbox
+
+if TYPE_CHECKING:
+    from privsim.parties.context import PartyContext
+
+__all__ = ["SyncNetwork", "message_bits"]
+
+_nbytes = attrgetter("nbytes")
+_EMPTY = Inbox()
+
+
+def message_bits(value: Any, trials: int) -> int:
+    """Bits per run of one message: 1 per boolean element, the item size otherwise.
+
+    >>> message_bits(np.zeros(10, dtype=bool), 10), message_bits(np.zeros((10, 3)), 10)
+    (1, 192)
+    """
+    if isinstance(value, np.ndarray):
+        per_run = value.size // trials if (value.ndim and value.shape[0] == trials) else value.size
+        return per_run * (1 if value.dtype == np.bool_ else value.dtype.itemsize * 8)
+    if isinstance(value, (bool, np.bool_)):
+        return 1
+    if isinstance(value, (int, float, complex, np.generic)):
+        return 64
+    if isinstance(value, (tuple, list)):
+        return sum(message_bits(v, trials) for v in value)
+    arr = np.asarray(value)
+    return message_bits(arr, trials) if arr.dtype != object else 64 * arr.size
+
+
+def _round_bits(values: list[Any], trials: int) -> int:
+    # Fast path: arrays of one dtype with the trial axis; nbytes is one C-level attribute.
+    try:
+        first = values[0]
+        if first.dtype != np.bool_ and first.ndim and first.shape[0] == trials:
+            total = sum(map(_nbytes, values))
+            if total == first.nbytes * len(values):
+                return 8 * total // trials
+    except AttributeError:
+        pass
+    return sum(message_bits(v, trials) for v in values)
+
+
+class SyncNetwork:
+    """Synchronous point-to-point network enforcing an oblivious :class:`Schedule`.
+
+    Parameters
+    ----------
+    schedule:
+        The declared pattern; anything off it is a :class:`ScheduleViolation`.
+    trials:
+        The trial axis length R (used for the bit count).
+    record:
+        ``"all"`` to keep every message, a container of party ids to keep only the
+        messages sent to or by those parties, or ``None`` to keep none.
+
+    Examples
+    --------
+    Used by :func:`privsim.simulate`; see there.
+    """
+
+    def __init__(self, schedule: Schedule, trials: int, record: str | Container | None = "all") -> None:
+        self.schedule = schedule
+        self.trials = trials
+        self.record = record
+        self.round = 1
+        self.messages = 0
+        self.bits = 0
+        #: The last round in which a message was sent.
+        self.rounds_used = 0
+        #: Per round: receiver -> Inbox (sender -> value), as recorded.
+        self.transcript: list[dict[int | str, Inbox]] = []
+        self._contexts: list[PartyContext] = []
+        self._live = 0
+        self._arrived = 0
+        self._waiting: list[tuple[Any, PartyContext]] = []
+        self._inboxes: dict[int | str, Inbox] = {}
+
+    def attach(self, contexts: list[PartyContext]) -> None:
+        """Register the parties, in canonical id order."""
+        self._contexts = contexts
+        self._live = len(contexts)
+
+    # ------------------------------------------------------------------ barrier
+    async def end_round(self, ctx: PartyContext) -> Inbox:
+        """Called by ``ctx.end_round()``: wait for the barrier, return the inbox."""
+        self._arrived += 1
+        if self._arrived == self._live:
+            self._complete_round()
+            return self._inboxes.get(ctx.id, _EMPTY)
+        ctx._waiting = True
+        self._waiting.append((trio.lowlevel.current_task(), ctx))
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        return await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def depart(self, ctx: PartyContext) -> None:
+        """Called when a party routine returns: it takes part in no later round."""
+        ctx._done = True
+        self._live -= 1
+        if self._live and self._arrived == self._live:
+            self._complete_round()
+        elif not self._live:
+            self._finish()
+
+    def _complete_round(self) -> None:
+        r = self.round
+        expected = self.schedule.senders_in(r)
+        inboxes: dict[int | str, Inbox] = {}
+        keep = self.record
+        trials = self.trials
+        for ctx in self._contexts:
+            tos = ctx._out_to
+            exp = expected.get(ctx.id)
+            if not tos:
+                if exp:
+                    self._violation(f"round {r}: party {ctx.id} did not send its scheduled message "
+                                    f"to party {exp[0]} (round {r}, sender {ctx.id}, receiver {exp[0]})")
+                continue
+            if tos != exp:
+                self._check_out_of_order(r, ctx.id, tos, exp or [])
+            vals = ctx._out_val
+            sender = ctx.id
+            for to, v in zip(tos, vals):
+                box = inboxes.get(to)
+                if box is None:
+                    box = inboxes[to] = Inbox()
+                box[sender] = v
+            self.messages += len(tos)
+            self.bits += _round_bits(vals, trials)
+            if ctx._out_bits:
+                for to, b in ctx._out_bits.items():
+                    self.bits += b - message_bits(vals[tos.index(to)], trials)
+                ctx._out_bits = None
+            ctx._out_to = []
+            ctx._out_val = []
+        if inboxes:
+            self.rounds_used = r
+        if keep == "all":
+            self.transcript.append(inboxes)
+        elif keep is not None:
+            self.transcript.append({
+                d: (box if d in keep else Inbox((s, v) for s, v in box.items() if s in keep))
+                for d, box in inboxes.items()
+            })
+        self._inboxes = inboxes
+        self.round = r + 1
+        self._arrived = 0
+        waiting, self._waiting = self._waiting, []
+        for task, ctx in waiting:
+            ctx._waiting = False
+            ctx.round = r + 1
+            trio.lowlevel.reschedule(task, outcome.Value(inboxes.get(ctx.id, _EMPTY)))
+        for ctx in self._contexts:
+            ctx.round = r + 1
+
+    def _check_out_of_order(self, r: int, sender: int | str, tos: list, exp: list) -> None:
+        seen = set()
+        for d in tos:
+            if d in seen:
+                self._violation(f"round {r}: party {sender} sent two messages to party {d} "
+                                f"(round {r}, sender {sender}, receiver {d})")
+            seen.add(d)
+        for d in sort_ids(seen):
+            if d not in exp:
+                self._violation(f"round {r}: message off the schedule (round {r}, sender {sender}, "
+                                f"receiver {d})")
+        for d in exp:
+            if d not in seen:
+                self._violation(f"round {r}: party {sender} did not send its scheduled message to party "
+                                f"{d} (round {r}, sender {sender}, receiver {d})")
+
+    def _violation(self, msg: str) -> None:
+        raise ScheduleViolation(msg)
+
+    def _finish(self) -> None:
+        # All parties have returned: flush what was sent after the last barrier, then make
+        # sure no later scheduled round was skipped.
+        if any(ctx._out_to for ctx in self._contexts):
+            self._complete_round()
+        for r in range(self.round, self.schedule.rounds + 1):
+            for s, ds in self.schedule.senders_in(r).items():
+                if ds:
+                    self._violation(f"round {r}: party {s} did not send its scheduled message to party "
+                                    f"{ds[0]} (round {r}, sender {s}, receiver {ds[0]}); it had finished")
+
+    async def watchdog(self) -> None:
+        """Detect parties that can never reach the barrier (all other tasks blocked)."""
+        while True:
+            await trio.testing.wait_all_tasks_blocked()
+            if not self._live:
+                return
+            stuck = [c.id for c in self._contexts if not c._done and not c._waiting]
+            if stuck:
+                raise DeadlockError(
+                    f"round {self.round}: part{'ies' if len(stuck) > 1 else 'y'} "
+                    f"{', '.join(map(str, stuck[:8]))}{' ...' if len(stuck) > 8 else ''} never finished the "
+                    "round (they wait on something other than end_round)")
+

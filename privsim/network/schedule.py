@@ -1,0 +1,209 @@
+"""The oblivious communication pattern of a protocol: which channels carry a message in which round.
+
+A protocol declares its :class:`Schedule` from its parameters alone, before it runs
+(Beimel–Nissim–Omri, Section 2: oblivious protocols). The network then enforces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
+
+import networkx as nx
+
+from privsim.errors import ParameterError
+
+__all__ = ["CURATOR", "id_key", "Schedule", "party_ids", "parse_party", "parse_coalition", "sort_ids"]
+
+#: The id of the curator role (the paper's C); parties are the ints 0..n-1 (p_1 is party 0).
+CURATOR = "C"
+
+def id_key(p: int | str) -> tuple[int, int]:
+    """Sort key of party ids: parties in increasing order, the curator last.
+
+    >>> sorted(["C", 1, 0], key=id_key)
+    [0, 1, 'C']
+    """
+    return (1, 0) if p == CURATOR else (0, p)  # type: ignore[return-value]
+
+
+def sort_ids(ids: Iterable[int | str]) -> list[int | str]:
+    """Sort party ids canonically: 0, 1, ..., n-1, then ``"C"``.
+
+    >>> sort_ids(["C", 2, 0])
+    [0, 2, 'C']
+    """
+    return sorted(ids, key=id_key)
+
+
+def party_ids(n: int, curator: bool) -> list[int | str]:
+    """All party ids of a protocol with ``n`` parties (and the curator if it has one).
+
+    >>> party_ids(3, curator=True)
+    [0, 1, 2, 'C']
+    """
+    return [*range(n), CURATOR] if curator else list(range(n))
+
+
+def parse_party(text: str | int, n: int, curator: bool) -> int | str:
+    """Parse one party id (``"3"``, ``3`` or ``"C"``) and check that it exists.
+
+    >>> parse_party("C", 4, curator=True)
+    'C'
+    >>> parse_party("2", 4, curator=False)
+    2
+    """
+    if isinstance(text, str):
+        text = text.strip()
+        if text.upper() == CURATOR:
+            if not curator:
+                raise ParameterError("coalition: this protocol has no curator C; party ids are 0..n-1")
+            return CURATOR
+        try:
+            value = int(text)
+        except ValueError:
+            raise ParameterError(f"coalition: {text!r} is not a party id (allowed: 0..{n - 1}"
+                                 + (" or C)" if curator else ")")) from None
+    else:
+        value = int(text)
+    if not 0 <= value < n:
+        raise ParameterError(f"coalition: party {value} does not exist (allowed: 0..{n - 1}"
+                             + (" or C)" if curator else ")"))
+    return value
+
+
+def parse_coalition(text: str | Iterable[int | str] | None, n: int, curator: bool) -> tuple[int | str, ...]:
+    """Parse a coalition written ``"0,1,2"``, ``"C"`` or ``"C,0"`` (or given as ids).
+
+    Returns the members in canonical order, without duplicates.
+
+    >>> parse_coalition("C,1,0", 4, curator=True)
+    (0, 1, 'C')
+    """
+    if text is None:
+        return ()
+    items = [s for s in text.split(",") if s.strip()] if isinstance(text, str) else list(text)
+    return tuple(sort_ids({parse_party(s, n, curator) for s in items}))
+
+
+class Schedule:
+    """The exact set of (round, sender, receiver) triples of an oblivious protocol.
+
+    Rounds are numbered from 1. In each round a sender sends at most one message to each
+    receiver; the network rejects anything else.
+
+    Parameters
+    ----------
+    n:
+        Number of parties (ids 0..n-1).
+    rounds:
+        One sequence of ``(sender, receiver)`` pairs per round. A round may be empty.
+    curator:
+        Whether the curator ``"C"`` takes part.
+
+    Examples
+    --------
+    >>> s = Schedule(3, [[(0, "C"), (1, "C"), (2, "C")]], curator=True)
+    >>> s.messages, s.rounds
+    (3, 1)
+    >>> s.lonely(t=1)
+    [0, 1, 2]
+    """
+
+    def __init__(self, n: int, rounds: Sequence[Iterable[tuple[int | str, int | str]]], *,
+                 curator: bool = False) -> None:
+        self.n = int(n)
+        self.curator = bool(curator)
+        ids = set(party_ids(self.n, self.curator))
+        self._rounds: list[dict[int | str, list[int | str]]] = []
+        for r, pairs in enumerate(rounds, start=1):
+            out: dict[int | str, set[int | str]] = {}
+            for s, d in pairs:
+                if s not in ids or d not in ids:
+                    raise ParameterError(f"schedule: round {r} names a party that does not exist ({s} -> {d})")
+                if s == d:
+                    raise ParameterError(f"schedule: round {r} has a message from party {s} to itself")
+                out.setdefault(s, set()).add(d)
+            self._rounds.append({s: sort_ids(out[s]) for s in sort_ids(out)})
+
+    @classmethod
+    def star_to(cls, n: int, hub: int | str = CURATOR, *, round: int = 1,
+                curator: bool | None = None) -> Schedule:
+        """Every party other than ``hub`` sends one message to ``hub`` in ``round``.
+
+        >>> Schedule.star_to(4).messages
+        4
+        """
+        curator = (hub == CURATOR) if curator is None else curator
+        pairs = [(p, hub) for p in party_ids(n, curator) if p != hub]
+        return cls(n, [[] for _ in range(round - 1)] + [pairs], curator=curator)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def rounds(self) -> int:
+        """Number of rounds (the last round with a message)."""
+        last = 0
+        for r, out in enumerate(self._rounds, start=1):
+            if out:
+                last = r
+        return last
+
+    @cached_property
+    def messages(self) -> int:
+        """Messages per run."""
+        return sum(len(v) for out in self._rounds for v in out.values())
+
+    def receivers(self, round: int, sender: int | str) -> list[int | str]:
+        """The receivers ``sender`` must send to in ``round``, in canonical order."""
+        if not 1 <= round <= len(self._rounds):
+            return []
+        return self._rounds[round - 1].get(sender, [])
+
+    def senders_in(self, round: int) -> dict[int | str, list[int | str]]:
+        """Mapping sender -> receivers for one round (canonical order)."""
+        if not 1 <= round <= len(self._rounds):
+            return {}
+        return self._rounds[round - 1]
+
+    def triples(self) -> Iterator[tuple[int, int | str, int | str]]:
+        """All (round, sender, receiver) triples, in round, sender, receiver order."""
+        for r, out in enumerate(self._rounds, start=1):
+            for s, ds in out.items():
+                for d in ds:
+                    yield (r, s, d)
+
+    def messages_per_round(self) -> list[int]:
+        """Message count of each round 1..rounds."""
+        return [sum(len(v) for v in out.values()) for out in self._rounds[: self.rounds]]
+
+    @cached_property
+    def _graph(self) -> nx.Graph:
+        g = nx.Graph()
+        g.add_nodes_from(party_ids(self.n, self.curator))
+        g.add_edges_from((s, d) for _, s, d in self.triples())
+        return g
+
+    def graph(self) -> nx.Graph:
+        """The undirected graph of active channels (a copy; nodes are all party ids)."""
+        return self._graph.copy()
+
+    def degree(self, party: int | str) -> int:
+        """Number of active channels adjacent to ``party``."""
+        return int(self._graph.degree(party))
+
+    def popular(self, t: int) -> list[int | str]:
+        """Parties adjacent to at least t+1 active channels (Beimel–Nissim–Omri, Section 2)."""
+        return [p for p in sort_ids(self._graph.nodes) if self._graph.degree(p) >= t + 1]
+
+    def lonely(self, t: int) -> list[int | str]:
+        """Parties adjacent to at most t active channels: their neighbours, a coalition of
+        size <= t, see everything they send and receive."""
+        return [p for p in sort_ids(self._graph.nodes) if self._graph.degree(p) <= t]
+
+    def neighbours(self, party: int | str) -> list[int | str]:
+        """The parties sharing an active channel with ``party``, in canonical order."""
+        return sort_ids(self._graph.neighbors(party))
+
+    def __repr__(self) -> str:
+        return (f"Schedule(n={self.n}, curator={self.curator}, rounds={self.rounds}, "
+                f"messages={self.messages})")

@@ -1,0 +1,248 @@
+"""The :class:`Protocol` base class: parameters, schedule, party routines, estimator, privacy claim.
+
+A new protocol is a short subclass. Parameters are declared with :class:`Param` and
+validated when the protocol is constructed; the privacy claim travels with the code that
+makes it (:meth:`Protocol.privacy`), as OpenDP pairs a measurement with its privacy map.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from privsim.errors import InputError, ParameterError
+from privsim.network.schedule import Schedule
+
+if TYPE_CHECKING:
+    from privsim.parties.context import PartyContext
+
+__all__ = ["Param", "Privacy", "Protocol", "REQUIRED"]
+
+REQUIRED: Any = object()
+
+
+@dataclass(frozen=True)
+class Privacy:
+    """A privacy claim: (epsilon, delta)-DP of a coalition's view (delta = 0: pure DP).
+
+    >>> Privacy(1.0)
+    Privacy(epsilon=1.0, delta=0.0)
+    """
+
+    epsilon: float
+    delta: float = 0.0
+
+
+class Param:
+    """Declares one protocol parameter, its type, default and allowed range.
+
+    Parameters
+    ----------
+    default:
+        The default value (omit for a required parameter).
+    type:
+        ``float``, ``int``, ``str`` or ``bool``; strings from the CLI are converted.
+    gt, ge, lt, le:
+        Bounds (exclusive / inclusive).
+    choices:
+        Allowed values for a string parameter.
+    power_of_two:
+        The value must be a power of two (e.g. the horizon T).
+    doc:
+        One line for ``--help`` and the docs.
+
+    Examples
+    --------
+    >>> class Coin(Protocol):
+    ...     name = "coin"
+    ...     bias = Param(0.5, ge=0, le=1, doc="probability of heads")
+    >>> Coin(bias="0.25").bias
+    0.25
+    >>> Coin(bias=2)
+    Traceback (most recent call last):
+    privsim.errors.ParameterError: bias must be <= 1 (got 2.0)
+    """
+
+    def __init__(self, default: Any = REQUIRED, *, type: type = float, gt: float | None = None,
+                 ge: float | None = None, lt: float | None = None, le: float | None = None,
+                 choices: Sequence[Any] | None = None, power_of_two: bool = False, doc: str = "") -> None:
+        self.default = default
+        self.type = type
+        self.gt, self.ge, self.lt, self.le = gt, ge, lt, le
+        self.choices = tuple(choices) if choices is not None else None
+        self.power_of_two = power_of_two
+        self.doc = doc
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def allowed(self) -> str:
+        """A short description of the allowed values, for error messages and help."""
+        if self.choices is not None:
+            return "one of " + ", ".join(map(str, self.choices))
+        parts = []
+        if self.gt is not None:
+            parts.append(f"> {self.gt:g}")
+        if self.ge is not None:
+            parts.append(f">= {self.ge:g}")
+        if self.lt is not None:
+            parts.append(f"< {self.lt:g}")
+        if self.le is not None:
+            parts.append(f"<= {self.le:g}")
+        if self.power_of_two:
+            parts.append("a power of two")
+        return f"{self.type.__name__} " + " and ".join(parts) if parts else f"any {self.type.__name__}"
+
+    def convert(self, value: Any) -> Any:
+        """Convert and check ``value``; raises :class:`ParameterError` naming the field."""
+        name = self.name
+        try:
+            if self.type is bool and isinstance(value, str):
+                low = value.strip().lower()
+                if low not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError
+                value = low in ("true", "1", "yes")
+            elif self.type is int:
+                f = float(value)
+                if not f.is_integer():
+                    raise ValueError
+                value = int(f)
+            else:
+                value = self.type(value)
+        except (TypeError, ValueError):
+            raise ParameterError(f"{name} must be {self.allowed()} (got {value!r})") from None
+        if self.type in (int, float):
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ParameterError(f"{name} must be finite (got {value})")
+            for op, bound, sym in ((lambda a, b: a > b, self.gt, ">"), (lambda a, b: a >= b, self.ge, ">="),
+                                   (lambda a, b: a < b, self.lt, "<"), (lambda a, b: a <= b, self.le, "<=")):
+                if bound is not None and not op(value, bound):
+                    raise ParameterError(f"{name} must be {sym} {bound:g} (got {value!r})")
+            if self.power_of_two and (value < 1 or int(value) & (int(value) - 1)):
+                raise ParameterError(f"{name} must be a power of two (got {value!r})")
+        if self.choices is not None and value not in self.choices:
+            raise ParameterError(f"{name} must be one of {', '.join(map(str, self.choices))} (got {value!r})")
+        return value
+
+
+class Protocol:
+    """Base class of every protocol.
+
+    Subclasses set ``name`` (the CLI name), declare :class:`Param` fields, and implement
+    :meth:`schedule`, :meth:`party` (and :meth:`curator` when ``has_curator``),
+    :meth:`true_value`, :meth:`estimate` and :meth:`privacy`.
+
+    Class attributes
+    ----------------
+    name:
+        The protocol's CLI name (``privsim run --protocol NAME``).
+    has_curator:
+        Whether the curator role ``"C"`` (no input) takes part.
+    input_values:
+        The allowed input values (e.g. ``(0, 1)`` for bits), or ``None`` for any number.
+    input_dtype:
+        The dtype inputs are converted to.
+    """
+
+    name: ClassVar[str] = ""
+    has_curator: ClassVar[bool] = False
+    input_values: ClassVar[tuple | None] = (0, 1)
+    input_dtype: ClassVar[Any] = np.int64
+    params: ClassVar[dict[str, Param]] = {}
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        merged: dict[str, Param] = {}
+        for base in reversed(cls.__mro__):
+            for k, v in vars(base).items():
+                if isinstance(v, Param):
+                    merged[k] = v
+        cls.params = merged
+
+    def __init__(self, **params: Any) -> None:
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            allowed = ", ".join(self.params) or "none"
+            raise ParameterError(f"unknown parameter {unknown[0]!r} for {self.name or type(self).__name__} "
+                                 f"(allowed: {allowed})")
+        for key, spec in self.params.items():
+            if key in params:
+                value = spec.convert(params[key])
+            elif spec.default is REQUIRED:
+                raise ParameterError(f"{key} is required ({spec.allowed()})")
+            else:
+                value = spec.default
+            setattr(self, key, value)
+        self.validate()
+
+    def validate(self) -> None:
+        """Cross-field checks; raise :class:`ParameterError`. Called after construction."""
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The parameter values, by name."""
+        return {k: getattr(self, k) for k in self.params}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
+        return f"{type(self).__name__}({args})"
+
+    # ------------------------------------------------------------------ setting
+    def default_t(self, n: int) -> int:
+        """The coalition-size threshold used when none is given (default: n - 1)."""
+        return n - 1
+
+    def check_setting(self, n: int, t: int) -> None:
+        """Check n and t for this protocol; raise :class:`ParameterError`."""
+        if n < 1:
+            raise ParameterError(f"n must be >= 1 (got {n})")
+        if not 0 <= t < n:
+            raise ParameterError(f"t must satisfy 0 <= t < n = {n} (got {t})")
+
+    def input_shape(self) -> tuple[int, ...]:
+        """The shape of one party's input in one trial (default: a scalar)."""
+        return ()
+
+    def validate_inputs(self, inputs: np.ndarray) -> np.ndarray:
+        """Check the domain of ``inputs`` (shape ``(trials, n, *input_shape)``)."""
+        if self.input_values is not None:
+            bad = ~np.isin(inputs, self.input_values)
+            if bad.any():
+                idx = np.argwhere(bad)[0]
+                raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)]!r}, outside the domain "
+                                 f"{{{', '.join(map(str, self.input_values))}}}")
+        return inputs
+
+    def default_inputs(self, n: int) -> np.ndarray:
+        """Inputs used when a run names none: the first half of the parties hold 1."""
+        return (np.arange(n) < n // 2).astype(self.input_dtype)
+
+    # ------------------------------------------------------------------ protocol
+    def schedule(self, n: int, t: int) -> Schedule:
+        """The exact (round, sender, receiver) triples, from the parameters alone."""
+        raise NotImplementedError
+
+    async def party(self, ctx: PartyContext) -> None:
+        """The routine of party ``ctx.id`` (0..n-1)."""
+        raise NotImplementedError
+
+    async def curator(self, ctx: PartyContext) -> None:
+        """The curator's routine (only when ``has_curator``)."""
+        raise NotImplementedError
+
+    def true_value(self, inputs: np.ndarray) -> np.ndarray:
+        """The exact value the protocol estimates, per trial: inputs ``(trials, n, ...)`` -> ``(trials,)``."""
+        return inputs.reshape(inputs.shape[0], -1).sum(axis=1)
+
+    def estimate(self, outputs: dict[int | str, Any], n: int, t: int) -> np.ndarray:
+        """The protocol's estimate per trial, from the parties' outputs."""
+        raise NotImplementedError
+
+    def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
+        """The privacy this protocol claims for ``coalition``'s view, or ``None`` for no claim."""
+        return None

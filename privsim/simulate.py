@@ -1,0 +1,351 @@
+"""Run a protocol: every party (and the curator) as a trio task, R trials at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import trio
+
+from privsim.analysis.accuracy import accuracy_summary
+from privsim.analysis.views import View
+from privsim.errors import InputError, ParameterError, PartyFailure, PrivsimError, ViewNotRecorded
+from privsim.network.network import SyncNetwork
+from privsim.network.schedule import CURATOR, Schedule, id_key, parse_coalition, party_ids, sort_ids
+from privsim.parties.context import PartyContext
+from privsim.parties.rng import StreamSeeder, block_range
+from privsim.protocols.base import Protocol
+
+__all__ = ["SimulationResult", "batch_plan", "prepare_inputs", "resolve_seed", "simulate", "simulate_batches"]
+
+
+def resolve_seed(seed: int | None) -> int:
+    """The root entropy of a run: ``seed`` itself, or fresh OS entropy when ``None``.
+
+    >>> resolve_seed(5)
+    5
+    """
+    if seed is None:
+        return int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
+    seed = int(seed)
+    if seed < 0:
+        raise ParameterError(f"seed must be >= 0 (got {seed})")
+    return seed
+
+
+def prepare_inputs(protocol: Protocol, inputs: Any, trials: int, n: int | None = None) -> np.ndarray:
+    """Inputs as a ``(trials, n, *input_shape)`` array (a broadcast view when shared by all trials).
+
+    ``inputs`` may be ``(n, *input_shape)`` (the same in every trial) or
+    ``(trials, n, *input_shape)``; ``None`` takes the protocol's default inputs for ``n``.
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> prepare_inputs(RandomizedResponse(), [0, 1, 1], trials=2).shape
+    (2, 3)
+    """
+    if inputs is None:
+        if n is None:
+            raise ParameterError("n is required when no inputs are given")
+        inputs = protocol.default_inputs(n)
+    arr = np.asarray(inputs)
+    shape = protocol.input_shape()
+    try:
+        arr = arr.astype(protocol.input_dtype, casting="same_kind" if arr.dtype.kind == "f" and
+                         np.dtype(protocol.input_dtype).kind == "f" else "unsafe")
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"inputs: cannot convert to {np.dtype(protocol.input_dtype)}: {exc}") from None
+    if arr.ndim == len(shape) + 1:
+        if tuple(arr.shape[1:]) != tuple(shape):
+            raise InputError(f"inputs: each party's input must have shape {shape} (got {arr.shape[1:]})")
+        protocol.validate_inputs(arr[None])
+        arr = np.broadcast_to(arr, (trials, *arr.shape))
+    elif arr.ndim == len(shape) + 2:
+        if arr.shape[0] != trials or tuple(arr.shape[2:]) != tuple(shape):
+            raise InputError(f"inputs: expected shape (trials={trials}, n, *{shape}) (got {arr.shape})")
+        protocol.validate_inputs(arr)
+    else:
+        raise InputError(f"inputs: expected an array of shape (n, *{shape}) or (trials, n, *{shape}) "
+                         f"(got {arr.shape})")
+    if n is not None and arr.shape[1] != n:
+        raise InputError(f"inputs: {arr.shape[1]} parties given but n = {n}")
+    if arr.shape[1] < 1:
+        raise InputError("inputs: at least one party is needed")
+    return arr
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """The outcome of :func:`simulate`: R runs of one protocol on one input.
+
+    Attributes
+    ----------
+    protocol, n, t, trials, seed:
+        What was run (``seed`` is the root entropy: pass it back to reproduce the run).
+    schedule:
+        The protocol's declared :class:`~privsim.network.Schedule`.
+    inputs:
+        ``(trials, n, ...)`` inputs.
+    outputs:
+        ``party id -> output`` (each with the trial axis).
+    estimate, true_value:
+        ``(trials,)`` arrays: the protocol's estimate and the exact value.
+    messages, bits, rounds:
+        Counts per run, from what was actually sent.
+
+    Examples
+    --------
+    >>> import privsim
+    >>> from privsim.protocols import RandomizedResponse
+    >>> res = privsim.simulate(RandomizedResponse(epsilon=1.0), [1, 0, 1, 1], trials=1000, seed=3)
+    >>> res.messages, res.rounds, res.estimate.shape
+    (4, 1, (1000,))
+    """
+
+    protocol: Protocol
+    n: int
+    t: int
+    trials: int
+    seed: int
+    schedule: Schedule
+    inputs: np.ndarray
+    outputs: dict[int | str, Any]
+    estimate: np.ndarray
+    true_value: np.ndarray
+    messages: int
+    bits: int
+    rounds: int
+    block_offset: int = 0
+    _transcript: list | None = field(default=None, repr=False)
+    _draws: dict = field(default_factory=dict, repr=False)
+    _recorded: Any = field(default=None, repr=False)
+
+    @property
+    def error(self) -> np.ndarray:
+        """Per-trial error ``estimate - true_value``."""
+        return np.asarray(self.estimate, dtype=float) - np.asarray(self.true_value, dtype=float)
+
+    def view(self, coalition: str | Iterable[int | str]) -> View:
+        """The view of ``coalition`` (``"0,1"``, ``"C"``, ``[0, "C"]``) over all trials.
+
+        Raises :class:`ViewNotRecorded` when the run recorded nothing or only another
+        coalition's view.
+        """
+        members = parse_coalition(coalition, self.n, self.protocol.has_curator)
+        if self._transcript is None:
+            raise ViewNotRecorded("this run recorded no transcript (record=False)")
+        if self._recorded != "all" and not set(members) <= set(self._recorded):
+            raise ViewNotRecorded(
+                f"this run recorded the view of coalition {','.join(map(str, self._recorded))} only; "
+                "pass that coalition (or none) to simulate")
+        mem = set(members)
+        messages = []
+        for r, inboxes in enumerate(self._transcript, start=1):
+            for d in sort_ids(inboxes):
+                for s, v in inboxes[d].items():
+                    if s in mem or d in mem:
+                        messages.append((r, s, d, v))
+        messages.sort(key=lambda m: (m[0], id_key(m[1]), id_key(m[2])))
+        blocks = block_range(self.trials, self.block_offset)
+        seeds = {m: {"entropy": self.seed, "family": 1 if m == CURATOR else 0,
+                     "slot": 0 if m == CURATOR else m, "blocks": [b for b, _, _ in blocks]} for m in members}
+        return View(
+            coalition=members,
+            trials=self.trials,
+            inputs={m: self.inputs[:, m] for m in members if m != CURATOR},
+            seeds=seeds,
+            randomness={m: list(self._draws.get(m, [])) for m in members},
+            messages=messages,
+            outputs={m: self.outputs[m] for m in members if m in self.outputs},
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """The fields of the ``privsim run --json`` contract (DESIGN.md section 5)."""
+        return {
+            "protocol": self.protocol.name,
+            "n": self.n,
+            "t": self.t,
+            "trials": self.trials,
+            "seed": self.seed,
+            "params": self.protocol.parameters,
+            "rounds": self.rounds,
+            "messages": self.messages,
+            "bits": self.bits,
+            **accuracy_summary(self.estimate, self.true_value),
+        }
+
+
+async def _run_party(routine: Any, ctx: PartyContext, net: SyncNetwork) -> None:
+    try:
+        await routine(ctx)
+    except (PrivsimError, trio.Cancelled):
+        raise
+    except Exception as exc:
+        who = "the curator" if ctx.id == CURATOR else f"party {ctx.id}"
+        raise PartyFailure(f"{who} failed in round {ctx.round}: {type(exc).__name__}: {exc}") from exc
+    net.depart(ctx)
+
+
+async def _main(protocol: Protocol, contexts: list[PartyContext], net: SyncNetwork) -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(net.watchdog)
+        for ctx in contexts:
+            routine = protocol.curator if ctx.id == CURATOR else protocol.party
+            nursery.start_soon(_run_party, routine, ctx, net)
+
+
+def _first_error(group: BaseExceptionGroup) -> BaseException:
+    leaves: list[BaseException] = []
+
+    def walk(e: BaseException) -> None:
+        if isinstance(e, BaseExceptionGroup):
+            for sub in e.exceptions:
+                walk(sub)
+        else:
+            leaves.append(e)
+
+    walk(group)
+    for kind in (PrivsimError, Exception):
+        for e in leaves:
+            if isinstance(e, kind):
+                return e
+    return leaves[0]
+
+
+def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: int | None = None,
+             t: int | None = None, coalition: str | Iterable[int | str] | None = None, n: int | None = None,
+             record: bool = True, block_offset: int = 0) -> SimulationResult:
+    """Run ``protocol`` on ``inputs`` for ``trials`` independent runs at once.
+
+    Parameters
+    ----------
+    protocol:
+        A :class:`~privsim.protocols.Protocol` instance.
+    inputs:
+        ``(n, ...)`` inputs shared by all trials, or ``(trials, n, ...)``; ``None`` uses the
+        protocol's default inputs for ``n``.
+    trials:
+        Number of runs R; every value carries a leading axis of length R.
+    seed:
+        Root seed (``None``: fresh entropy, reported in the result). Same seed, same
+        transcript, bit for bit.
+    t:
+        Coalition-size threshold (default: the protocol's ``default_t(n)``).
+    coalition:
+        Record only what this coalition's view needs (saves memory); ``None`` records all.
+    n:
+        Number of parties, needed only when ``inputs`` is ``None``.
+    record:
+        ``False`` keeps no transcript and no random tapes (fastest; no views).
+    block_offset:
+        First seeding block (batches of a split run start at different blocks).
+
+    Returns
+    -------
+    SimulationResult
+
+    Raises
+    ------
+    ParameterError, InputError
+        Bad parameters or inputs.
+    ScheduleViolation
+        A message off the schedule, or a scheduled message not sent.
+    PartyFailure
+        A party's routine raised (the message names the party and the round).
+    DeadlockError
+        A party waits on something other than the round barrier.
+
+    Examples
+    --------
+    >>> import privsim
+    >>> from privsim.protocols import RandomizedResponse
+    >>> res = privsim.simulate(RandomizedResponse(epsilon=2.0), [1] * 50 + [0] * 50, trials=200, seed=1)
+    >>> abs(res.estimate.mean() - 50) < 5
+    True
+    """
+    if not isinstance(protocol, Protocol):
+        raise ParameterError(f"protocol must be a Protocol instance (got {type(protocol).__name__})")
+    trials = int(trials)
+    if trials < 1:
+        raise ParameterError(f"trials must be >= 1 (got {trials})")
+    if block_offset < 0:
+        raise ParameterError(f"block_offset must be >= 0 (got {block_offset})")
+    x = prepare_inputs(protocol, inputs, trials, n)
+    n = x.shape[1]
+    t = protocol.default_t(n) if t is None else int(t)
+    protocol.check_setting(n, t)
+    entropy = resolve_seed(seed)
+    schedule = protocol.schedule(n, t)
+    if schedule.n != n or schedule.curator != protocol.has_curator:
+        raise ParameterError(f"{protocol.name}: schedule declared for n={schedule.n}, curator={schedule.curator}; "
+                             f"expected n={n}, curator={protocol.has_curator}")
+    members = parse_coalition(coalition, n, protocol.has_curator) if coalition is not None else None
+    recorded: Any = None if not record else ("all" if members is None else frozenset(members))
+
+    net = SyncNetwork(schedule, trials, record=recorded)
+    seeder = StreamSeeder(entropy, n, block_range(trials, block_offset))
+
+    def rng_factory(pid: int | str) -> Any:
+        return seeder.rng(pid, trials, record=recorded == "all" or (recorded is not None and pid in recorded))
+
+    ids = party_ids(n, protocol.has_curator)
+    contexts = [PartyContext(pid, n, t, trials, None if pid == CURATOR else x[:, pid], net, rng_factory)
+                for pid in ids]
+    net.attach(contexts)
+    try:
+        trio.run(_main, protocol, contexts, net, strict_exception_groups=True)
+    except BaseExceptionGroup as group:
+        raise _first_error(group) from None
+
+    outputs = {c.id: c._output for c in contexts if c._output is not None}
+    estimate = np.asarray(protocol.estimate(outputs, n, t))
+    draws = {c.id: c._rng.draws for c in contexts if c._rng is not None and c._rng.draws is not None}
+    return SimulationResult(
+        protocol=protocol, n=n, t=t, trials=trials, seed=entropy, schedule=schedule, inputs=x,
+        outputs=outputs, estimate=estimate, true_value=np.asarray(protocol.true_value(x)),
+        messages=net.messages, bits=net.bits, rounds=net.rounds_used, block_offset=block_offset,
+        _transcript=net.transcript if recorded is not None else None, _draws=draws, _recorded=recorded,
+    )
+
+
+#: Party-trials per batch when a run is split (bounds memory: about this many values per message slot).
+BATCH_PARTY_TRIALS = 1 << 23
+
+
+def batch_plan(trials: int, n: int, batch_trials: int | None = None) -> list[tuple[int, int]]:
+    """Split ``trials`` into batches of whole seeding blocks: ``(block_offset, trials)`` pairs.
+
+    The result of a split run is identical to the unsplit run for the same seed.
+
+    >>> batch_plan(3000, 10, batch_trials=2048)
+    [(0, 2048), (2, 952)]
+    """
+    from privsim.parties.rng import TRIAL_BLOCK
+
+    if batch_trials is None:
+        batch_trials = max(TRIAL_BLOCK, BATCH_PARTY_TRIALS // max(n, 1))
+    blocks_per = max(1, batch_trials // TRIAL_BLOCK)
+    size = blocks_per * TRIAL_BLOCK
+    return [(start // TRIAL_BLOCK, min(size, trials - start)) for start in range(0, trials, size)]
+
+
+def simulate_batches(protocol: Protocol, inputs: Any = None, *, trials: int, seed: int | None = None,
+                     t: int | None = None, n: int | None = None, batch_trials: int | None = None,
+                     coalition: str | Iterable[int | str] | None = None, record: bool = False,
+                     ) -> Iterable[SimulationResult]:
+    """Run ``trials`` runs as a sequence of batches (see :func:`batch_plan`), yielding each result.
+
+    Inputs must be shared by all trials (shape ``(n, ...)``). ``seed=None`` draws one root
+    seed for the whole run.
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> parts = list(simulate_batches(RandomizedResponse(), [0, 1], trials=3000, seed=1, batch_trials=1024))
+    >>> [p.trials for p in parts]
+    [1024, 1024, 952]
+    """
+    entropy = resolve_seed(seed)
+    x = prepare_inputs(protocol, inputs, 1, n)[0]
+    for offset, size in batch_plan(trials, x.shape[0], batch_trials):
+        yield simulate(protocol, x, trials=size, seed=entropy, t=t, coalition=coalition, record=record,
+                       block_offset=offset)
