@@ -1,11 +1,14 @@
 """Protocols: one module per protocol, each a short :class:`Protocol` subclass.
 
 :data:`REGISTRY` maps CLI names to classes; :func:`get_protocol` builds one from
-parameters (strings from the CLI are converted and checked).
+parameters (strings from the CLI are converted and checked). Built-in protocols are
+imported on first use, so ``import privsim`` stays fast.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from privsim.errors import ParameterError
@@ -24,20 +27,79 @@ __all__ = [
     "register",
 ]
 
+# CLI name -> "module:Class" of the built-in protocols, imported lazily.
+_BUILTIN = {
+    "randomized-response": "privsim.protocols.randomized_response:RandomizedResponse",
+    "randomized-response-distributed": "privsim.protocols.randomized_response:RandomizedResponseDistributed",
+    "secure-sum": "privsim.protocols.secure_sum:SecureSum",
+    "ck-sum": "privsim.protocols.ck_sum:CKSum",
+    "dist-alpha": "privsim.protocols.dist_alpha:DistAlpha",
+    "gap-threshold": "privsim.protocols.gap_threshold:GapThreshold",
+    "interactive-rr": "privsim.protocols.interactive:InteractiveRR",
+    "central-laplace": "privsim.protocols.central:CentralLaplace",
+    "central-gaussian": "privsim.protocols.central:CentralGaussian",
+    "continual-sum": "privsim.protocols.continual_sum:ContinualSum",
+}
+
+
+class _Registry(Mapping):
+    """CLI name -> protocol class; built-ins load on first access, :func:`register` adds more."""
+
+    def __init__(self) -> None:
+        self._classes: dict[str, type[Protocol]] = {}
+
+    def _load(self, name: str) -> type[Protocol] | None:
+        if name in self._classes:
+            return self._classes[name]
+        target = _BUILTIN.get(name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module), attr)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            return None  # not implemented in this version
+        except AttributeError:
+            return None
+        self._classes[name] = cls
+        return cls
+
+    def __getitem__(self, name: str) -> type[Protocol]:
+        cls = self._load(name)
+        if cls is None:
+            raise KeyError(name)
+        return cls
+
+    def __iter__(self) -> Iterator[str]:
+        names = [n for n in _BUILTIN if self._load(n) is not None]
+        return iter(names + [n for n in self._classes if n not in _BUILTIN])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def add(self, cls: type[Protocol]) -> None:
+        self._classes[cls.name] = cls
+
+
 #: CLI name -> protocol class.
-REGISTRY: dict[str, type[Protocol]] = {}
+REGISTRY = _Registry()
 
 
 def register(cls: type[Protocol]) -> type[Protocol]:
-    """Add a protocol class to :data:`REGISTRY` under its ``name`` (usable as a decorator)."""
+    """Add a protocol class to :data:`REGISTRY` under its ``name`` (usable as a decorator).
+
+    >>> @register
+    ... class Silent(Protocol):
+    ...     name = "silent"
+    >>> "silent" in REGISTRY
+    True
+    """
     if not cls.name:
         raise ParameterError(f"{cls.__name__} has no name")
-    REGISTRY[cls.name] = cls
+    REGISTRY.add(cls)
     return cls
-
-
-for _cls in (RandomizedResponse, RandomizedResponseDistributed):
-    register(_cls)
 
 
 def get_protocol(name: str, **params: Any) -> Protocol:
