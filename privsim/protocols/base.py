@@ -214,7 +214,7 @@ class Protocol:
             bad = ~np.isin(inputs, self.input_values)
             if bad.any():
                 idx = np.argwhere(bad)[0]
-                raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)]!r}, outside the domain "
+                raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)].item()!r}, outside the domain "
                                  f"{{{', '.join(map(str, self.input_values))}}}")
         return inputs
 

@@ -1,0 +1,5 @@
+"""``python -m privsim`` runs the CLI."""
+
+from privsim.cli import main
+
+main()

@@ -1,0 +1,110 @@
+"""The `privsim` command: the JSON contract of DESIGN.md section 5 and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from privsim.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTRACT = ["protocol", "n", "t", "trials", "seed", "rounds", "messages", "bits", "true_value",
+            "estimate_mean", "estimate_std", "abs_error_mean", "rmse"]
+
+
+def cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main([*map(str, args)])
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return exc.value.code or 0, out.out, out.err
+
+
+def test_run_json_contract(capsys):
+    code, out, _ = cli(capsys, "run", "--protocol", "randomized-response", "--n", 1000, "--trials", 2000,
+                       "--seed", 1, "--param", "epsilon=1", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert all(k in d for k in CONTRACT)
+    assert (d["n"], d["trials"], d["seed"], d["messages"], d["rounds"]) == (1000, 2000, 1, 1000, 1)
+    # the estimate's spread matches sqrt(n (1/4 - a^2))/(2a) = 44.7 at eps = 1 (5-sigma band)
+    sd = (1000 * (0.25 - 1 / 36) / (4 / 36)) ** 0.5
+    assert abs(d["estimate_std"] - sd) < 5 * sd / (2 * 1999) ** 0.5
+    assert abs(d["estimate_mean"] - d["true_value"]) < 5 * sd / 2000 ** 0.5
+
+
+def test_run_is_deterministic(capsys):
+    args = ["run", "--protocol", "randomized-response-distributed", "--n", 50, "--trials", 100, "--seed", 4, "--json"]
+    assert cli(capsys, *args)[1] == cli(capsys, *args)[1]
+
+
+def test_run_scenario_file_and_flag_override(capsys):
+    code, out, _ = cli(capsys, "run", ROOT / "scenarios" / "randomized_response.toml", "--n", 100, "--trials", 50,
+                       "--json")
+    d = json.loads(out)
+    assert code == 0 and d["n"] == 100 and d["trials"] == 50 and d["true_value"] == 50
+
+
+def test_run_table_and_plot(capsys, tmp_path):
+    png = tmp_path / "est.png"
+    code, out, _ = cli(capsys, "run", "--protocol", "randomized-response", "--n", 64, "--trials", 200, "--seed", 1,
+                       "--plot", png)
+    assert code == 0 and "estimate_mean" in out and png.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--param", "epsilon=0"], "epsilon must be > 0"),
+    (["--t", "16"], "t must satisfy 0 <= t < n = 16"),
+    (["--param", "noise"], "--param must look like KEY=VALUE"),
+    (["--inputs", "count:99"], "inputs: bad argument"),
+    (["--bogus"], "No such option"),
+])
+def test_bad_input_one_line_exit_2(capsys, args, message):
+    code, out, err = cli(capsys, "run", "--protocol", "randomized-response", "--n", 16, "--trials", 5, *args)
+    assert code == 2
+    assert out == "" and len(err.strip().splitlines()) == 1 and message in err
+
+
+def test_unknown_protocol(capsys):
+    code, _, err = cli(capsys, "run", "--protocol", "no-such-protocol", "--n", 4, "--trials", 1)
+    assert code == 2 and "unknown protocol 'no-such-protocol'" in err
+
+
+def test_bad_scenario_file(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('protocol = "randomized-response"\nn = "ten"\n')
+    code, _, err = cli(capsys, "run", bad)
+    assert code == 2 and f"{bad}: key 'n' must be int" in err
+    bad.write_text('protocol = "randomized-response"\nnn = 3\n')
+    code, _, err = cli(capsys, "run", bad)
+    assert code == 2 and "unknown key 'nn'" in err
+    code, _, err = cli(capsys, "run", tmp_path / "missing.toml")
+    assert code == 2 and "does not exist" in err
+
+
+def test_views_json_and_table(capsys):
+    code, out, _ = cli(capsys, "views", "--protocol", "randomized-response-distributed", "--n", 4,
+                       "--coalition", "0", "--trials", 2, "--seed", 1, "--json")
+    d = json.loads(out)
+    assert code == 0 and d["coalition"] == ["0"] and len(d["trials"]) == 2
+    msgs = d["trials"][0]["messages"]
+    assert [(m["round"], m["from"], m["to"]) for m in msgs] == [
+        (1, "1", "0"), (1, "2", "0"), (1, "3", "0"), (2, "0", "1"), (2, "0", "2"), (2, "0", "3")]
+    code, out, _ = cli(capsys, "views", "--protocol", "randomized-response", "--n", 4, "--coalition", "C",
+                       "--trials", 1, "--seed", 1)
+    assert code == 0 and "view of coalition {C}" in out
+
+
+def test_views_bad_coalition(capsys):
+    code, _, err = cli(capsys, "views", "--protocol", "randomized-response", "--n", 4, "--coalition", "0,9")
+    assert code == 2 and "party 9 does not exist" in err
+
+
+def test_installed_command_has_no_traceback():
+    p = subprocess.run([sys.executable, "-m", "privsim", "run", "--protocol", "randomized-response", "--n", "8",
+                        "--trials", "2", "--param", "epsilon=-1"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.count("\n") == 1
