@@ -225,6 +225,38 @@ def _short(v: Any) -> str:
     return text
 
 
+@app.command()
+def bench(
+    only: Optional[list[str]] = typer.Option(None, "--only", help="Run only these suites (e.g. engine)."),
+    json_out: bool = _JSON,
+) -> None:
+    """Run the benchmark suite (bench/*.py) and print its named figures (ratios measured in-process)."""
+    import importlib.util
+
+    folder = Path(__file__).resolve().parent.parent / "bench"
+    scripts = sorted(folder.glob("bench_*.py")) if folder.is_dir() else []
+    if not scripts:
+        raise ParameterError(f"no benchmark suite found in {folder} (it ships with the source checkout)")
+    names = [p.stem.removeprefix("bench_") for p in scripts]
+    unknown = sorted(set(only or []) - set(names))
+    if unknown:
+        raise ParameterError(f"--only: unknown suite {unknown[0]!r} (allowed: {', '.join(names)})")
+    results: dict[str, Any] = {}
+    for path, name in zip(scripts, names):
+        if only and name not in only:
+            continue
+        stderr.print(f"bench: {name} ...", markup=False)
+        spec = importlib.util.spec_from_file_location(f"privsim_bench_{name}", path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        results[name] = module.main()
+    if json_out:
+        print(json.dumps(results))
+    else:
+        stdout.print(_table("privsim bench", [(f"{s}.{k}", v) for s, figs in results.items()
+                                              for k, v in figs.items()]))
+
+
 @app.command("protocols")
 def list_protocols(json_out: bool = _JSON) -> None:
     """List the protocols and their parameters."""

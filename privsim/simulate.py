@@ -276,7 +276,7 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
     t = protocol.default_t(n) if t is None else int(t)
     protocol.check_setting(n, t)
     entropy = resolve_seed(seed)
-    schedule = protocol.schedule(n, t)
+    schedule = protocol.cached_schedule(n, t)
     if schedule.n != n or schedule.curator != protocol.has_curator:
         raise ParameterError(f"{protocol.name}: schedule declared for n={schedule.n}, curator={schedule.curator}; "
                              f"expected n={n}, curator={protocol.has_curator}")

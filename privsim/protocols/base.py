@@ -223,6 +223,13 @@ class Protocol:
         return (np.arange(n) < n // 2).astype(self.input_dtype)
 
     # ------------------------------------------------------------------ protocol
+    def cached_schedule(self, n: int, t: int) -> Schedule:
+        """:meth:`schedule`, computed once per (n, t) for this instance (batches reuse it)."""
+        cache = self.__dict__.setdefault("_schedules", {})
+        if (n, t) not in cache:
+            cache[(n, t)] = self.schedule(n, t)
+        return cache[(n, t)]
+
     def schedule(self, n: int, t: int) -> Schedule:
         """The exact (round, sender, receiver) triples, from the parameters alone."""
         raise NotImplementedError
