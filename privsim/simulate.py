@@ -261,7 +261,7 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
     >>> import privsim
     >>> from privsim.protocols import RandomizedResponse
     >>> res = privsim.simulate(RandomizedResponse(epsilon=2.0), [1] * 50 + [0] * 50, trials=200, seed=1)
-    >>> abs(res.estimate.mean() - 50) < 5
+    >>> bool(abs(res.estimate.mean() - 50) < 5)
     True
     """
     if not isinstance(protocol, Protocol):

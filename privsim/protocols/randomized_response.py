@@ -58,7 +58,7 @@ class RandomizedResponse(_RRMath):
     >>> res = privsim.simulate(rr, [1] * 60 + [0] * 40, trials=2000, seed=2)
     >>> res.messages, res.rounds
     (100, 1)
-    >>> abs(res.estimate.mean() - 60) < 5 * (rr.variance(100) / 2000) ** 0.5
+    >>> bool(abs(res.estimate.mean() - 60) < 5 * (rr.variance(100) / 2000) ** 0.5)
     True
     """
 
