@@ -226,6 +226,33 @@ def _short(v: Any) -> str:
 
 
 @app.command()
+def bounds(
+    scenario: Optional[Path] = _SCENARIO,
+    protocol: Optional[str] = _PROTOCOL,
+    n: Optional[int] = _N,
+    t: Optional[int] = _T,
+    param: Optional[list[str]] = _PARAM,
+    json_out: bool = _JSON,
+) -> None:
+    """Messages vs n(t+1)/4 and n(t+1)/2, popular and lonely parties, and lonely parties' neighbour coalitions."""
+    from privsim.analysis.bounds import analyze_schedule
+
+    spec = _spec(scenario, protocol, n, t, None, None, param, None)
+    _check_counts(spec)
+    proto = spec.build()
+    tt = proto.default_t(spec.n) if spec.t is None else spec.t  # type: ignore[arg-type]
+    proto.check_setting(spec.n, tt)  # type: ignore[arg-type]
+    report = analyze_schedule(proto.cached_schedule(spec.n, tt), tt)  # type: ignore[arg-type]
+    data = {"protocol": proto.name, "params": proto.parameters, **report.to_dict()}
+    if json_out:
+        print(json.dumps(data))
+        return
+    rows = [(k, v) for k, v in data.items() if k not in ("params", "lonely_coalitions")]
+    rows += [(f"neighbours of lonely {p}", ",".join(c)) for p, c in data["lonely_coalitions"].items()]
+    stdout.print(_table(f"privsim bounds: {proto.name}, n={spec.n}, t={tt}", rows))
+
+
+@app.command()
 def bench(
     only: Optional[list[str]] = typer.Option(None, "--only", help="Run only these suites (e.g. engine)."),
     json_out: bool = _JSON,
