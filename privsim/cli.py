@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional, TypeVar
+from typing import Any, TypeVar
 
 import click
 import numpy as np
@@ -58,9 +58,9 @@ _INPUTS = typer.Option(None, "--inputs",
 _JSON = typer.Option(False, "--json", help="Print one JSON object on stdout.")
 
 
-def _spec(scenario: Optional[Path], protocol: Optional[str], n: Optional[int], t: Optional[int],
-          trials: Optional[int], seed: Optional[int], params: Optional[list[str]],
-          inputs: Optional[str]) -> RunSpec:
+def _spec(scenario: Path | None, protocol: str | None, n: int | None, t: int | None,
+          trials: int | None, seed: int | None, params: list[str] | None,
+          inputs: str | None) -> RunSpec:
     base = load_scenario(scenario) if scenario is not None else RunSpec()
     return base.with_overrides(protocol=protocol, n=n, t=t, trials=trials, seed=seed, inputs=inputs,
                                params=parse_params(params))
@@ -152,16 +152,16 @@ def plot_estimates(path: str, est: np.ndarray, truth: np.ndarray, title: str) ->
 
 @app.command()
 def run(
-    scenario: Optional[Path] = _SCENARIO,
-    protocol: Optional[str] = _PROTOCOL,
-    n: Optional[int] = _N,
-    t: Optional[int] = _T,
-    trials: Optional[int] = _TRIALS,
-    seed: Optional[int] = _SEED,
-    param: Optional[list[str]] = _PARAM,
-    inputs: Optional[str] = _INPUTS,
+    scenario: Path | None = _SCENARIO,
+    protocol: str | None = _PROTOCOL,
+    n: int | None = _N,
+    t: int | None = _T,
+    trials: int | None = _TRIALS,
+    seed: int | None = _SEED,
+    param: list[str] | None = _PARAM,
+    inputs: str | None = _INPUTS,
     json_out: bool = _JSON,
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG of the estimates' distribution."),
+    plot: Path | None = typer.Option(None, "--plot", help="Write a PNG of the estimates' distribution."),
 ) -> None:
     """Run a protocol R times and report its cost (messages, bits, rounds) and accuracy."""
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
@@ -179,14 +179,14 @@ def run(
 
 @app.command()
 def views(
-    scenario: Optional[Path] = _SCENARIO,
-    protocol: Optional[str] = _PROTOCOL,
-    n: Optional[int] = _N,
-    t: Optional[int] = _T,
-    trials: Optional[int] = typer.Option(3, "--trials", help="Number of trials to show."),
-    seed: Optional[int] = _SEED,
-    param: Optional[list[str]] = _PARAM,
-    inputs: Optional[str] = _INPUTS,
+    scenario: Path | None = _SCENARIO,
+    protocol: str | None = _PROTOCOL,
+    n: int | None = _N,
+    t: int | None = _T,
+    trials: int | None = typer.Option(3, "--trials", help="Number of trials to show."),
+    seed: int | None = _SEED,
+    param: list[str] | None = _PARAM,
+    inputs: str | None = _INPUTS,
     coalition: str = typer.Option(..., "--coalition", help="Coalition ids, e.g. 0,1 or C or C,0."),
     json_out: bool = _JSON,
 ) -> None:
@@ -225,13 +225,61 @@ def _short(v: Any) -> str:
     return text
 
 
+@app.command("audit")
+def audit_cmd(
+    scenario: Path | None = _SCENARIO,
+    protocol: str | None = _PROTOCOL,
+    n: int | None = _N,
+    t: int | None = _T,
+    trials: int | None = _TRIALS,
+    seed: int | None = _SEED,
+    param: list[str] | None = _PARAM,
+    inputs: str | None = _INPUTS,
+    coalition: str | None = typer.Option(None, "--coalition", help="Coalition ids, e.g. 0,1 or C or C,0."),
+    neighbor: int | None = typer.Option(None, "--neighbor", help="The party outside the coalition whose "
+                                           "input differs between x and x'."),
+    delta: float | None = typer.Option(None, "--delta", help="delta of the (eps, delta) statement [0]."),
+    confidence: float | None = typer.Option(None, "--confidence", help="Confidence of the bound [0.95]."),
+    json_out: bool = _JSON,
+) -> None:
+    """Audit a coalition's view: a sound lower bound on epsilon, against the protocol's claim."""
+    from privsim.analysis.audit import audit, plan_audit_batches
+
+    spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
+    _check_counts(spec)
+    extra = spec.extra
+    coalition = coalition if coalition is not None else extra.get("coalition")
+    neighbor = neighbor if neighbor is not None else extra.get("neighbor")
+    if coalition is None:
+        raise ParameterError("coalition is required (--coalition IDS, e.g. 0,1 or C)")
+    if neighbor is None:
+        raise ParameterError("neighbor is required (--neighbor J, a party outside the coalition)")
+    if isinstance(coalition, list):
+        coalition = ",".join(map(str, coalition))
+    proto = spec.build()
+    x = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
+    total = 2 * len(plan_audit_batches(spec.trials, spec.n))  # type: ignore[arg-type]
+    with progress_bar(total, f"audit {proto.name}: batches") as advance:
+        result = audit(proto, x, coalition=str(coalition), neighbor=int(neighbor), trials=spec.trials,
+                       seed=spec.seed, t=spec.t,
+                       delta=float(delta if delta is not None else extra.get("delta", 0.0)),
+                       confidence=float(confidence if confidence is not None else extra.get("confidence", 0.95)),
+                       progress=lambda k: advance(1))
+    data = result.to_dict()
+    if json_out:
+        print(json.dumps(data))
+    else:
+        stdout.print(_table(f"privsim audit: {proto.name}, coalition {{{','.join(result.coalition)}}} "
+                            f"vs party {result.neighbor}", [(k, v) for k, v in data.items() if k != "params"]))
+
+
 @app.command()
 def bounds(
-    scenario: Optional[Path] = _SCENARIO,
-    protocol: Optional[str] = _PROTOCOL,
-    n: Optional[int] = _N,
-    t: Optional[int] = _T,
-    param: Optional[list[str]] = _PARAM,
+    scenario: Path | None = _SCENARIO,
+    protocol: str | None = _PROTOCOL,
+    n: int | None = _N,
+    t: int | None = _T,
+    param: list[str] | None = _PARAM,
     json_out: bool = _JSON,
 ) -> None:
     """Messages vs n(t+1)/4 and n(t+1)/2, popular and lonely parties, and lonely parties' neighbour coalitions."""
@@ -254,7 +302,7 @@ def bounds(
 
 @app.command()
 def bench(
-    only: Optional[list[str]] = typer.Option(None, "--only", help="Run only these suites (e.g. engine)."),
+    only: list[str] | None = typer.Option(None, "--only", help="Run only these suites (e.g. engine)."),
     json_out: bool = _JSON,
 ) -> None:
     """Run the benchmark suite (bench/*.py) and print its named figures (ratios measured in-process)."""

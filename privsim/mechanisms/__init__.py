@@ -8,11 +8,16 @@ Generator) and never touches numpy's global random state.
 
 from __future__ import annotations
 
-from privsim.mechanisms import accounting, continual, noise, sharing, tree
+from privsim.mechanisms import accounting, continual, hashing, join, noise, range_counting, sharing, sketch, tree
 from privsim.mechanisms.accounting import *  # noqa: F403
 from privsim.mechanisms.continual import *  # noqa: F403
+from privsim.mechanisms.hashing import *  # noqa: F403
+from privsim.mechanisms.join import *  # noqa: F403
 from privsim.mechanisms.noise import *  # noqa: F403
+from privsim.mechanisms.range_counting import *  # noqa: F403
 from privsim.mechanisms.sharing import *  # noqa: F403
+from privsim.mechanisms.sketch import *  # noqa: F403
 from privsim.mechanisms.tree import *  # noqa: F403
 
-__all__ = [*tree.__all__, *continual.__all__, *accounting.__all__, *noise.__all__, *sharing.__all__]
+__all__ = [*tree.__all__, *continual.__all__, *accounting.__all__, *noise.__all__, *sharing.__all__, *hashing.__all__,
+           *sketch.__all__, *range_counting.__all__, *join.__all__]

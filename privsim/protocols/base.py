@@ -8,7 +8,7 @@ makes it (:meth:`Protocol.privacy`), as OpenDP pairs a measurement with its priv
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -251,5 +251,20 @@ class Protocol:
         raise NotImplementedError
 
     def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
-        """The privacy this protocol claims for ``coalition``'s view, or ``None`` for no claim."""
+        """The privacy this protocol claims for ``coalition``'s view, or ``None`` for no claim.
+
+        The claim for the empty coalition is the guarantee to an outside observer of the
+        outputs; the audit judges coalitions the protocol claims nothing for against it.
+        """
+        return None
+
+    def audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
+                    t: int) -> Callable[[np.ndarray], np.ndarray] | None:
+        """Optionally, a score of the coalition's view array for the audit (higher: likelier under x).
+
+        ``columns`` names the view's columns (:meth:`privsim.View.columns`). A protocol that
+        knows which statistic carries the neighbour's input (its likelihood ratio, or the
+        value a coalition would look at) returns it here; ``None`` lets the audit choose.
+        Any score keeps the audit sound: it only affects its power.
+        """
         return None

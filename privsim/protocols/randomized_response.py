@@ -9,7 +9,7 @@ ln((1/2 + a)/(1/2 - a)) = ln(1 + eps) <= eps, whatever the coalition.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,15 @@ class _RRMath(Protocol):
         """Var f = n (1/4 - a^2)/(4 a^2)."""
         return n * (0.25 - self.a ** 2) / (4 * self.a ** 2)
 
+    def audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
+                    t: int) -> Callable[[np.ndarray], np.ndarray] | None:
+        # The neighbour's own flipped bit is the whole of what the view says about x_j.
+        name = f"msg r1 {neighbor}->{self._collector}"
+        if name not in columns:
+            return None
+        idx = list(columns).index(name)
+        return lambda views: views[:, idx]
+
     def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
         # Every party's only message is eps-LDP, so any coalition not holding the party is
         # eps-DP towards it (the paper's (n, eps) guarantee); the exact loss is ln(1 + eps).
@@ -64,6 +73,7 @@ class RandomizedResponse(_RRMath):
 
     name = "randomized-response"
     has_curator = True
+    _collector = CURATOR
 
     def schedule(self, n: int, t: int) -> Schedule:
         return Schedule.star_to(n, CURATOR)
@@ -96,6 +106,7 @@ class RandomizedResponseDistributed(_RRMath):
     """
 
     name = "randomized-response-distributed"
+    _collector = 0
 
     def schedule(self, n: int, t: int) -> Schedule:
         return Schedule(n, [[(i, 0) for i in range(1, n)], [(0, i) for i in range(1, n)]])

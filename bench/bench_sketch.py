@@ -1,0 +1,143 @@
+"""Sketch benchmarks: vectorized CountSketch vs plain Python, and the O(k) continual updates.
+
+Every figure is measured in this process; ratios compare against a baseline run here too,
+so they hold on any machine. Run: ``python bench/bench_sketch.py`` (prints JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from privsim.mechanisms.hashing import MERSENNE_PRIME
+from privsim.mechanisms.join import JoinSizeEstimator
+from privsim.mechanisms.range_counting import RangeCounter
+from privsim.mechanisms.sketch import CountSketch
+
+
+def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
+    """Best wall time of ``repeat`` calls (seconds)."""
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _python_sketch(cs: CountSketch) -> tuple[Callable, Callable]:
+    """Plain-Python update and estimate with the same hash functions (Python ints, lists)."""
+    p, w = MERSENNE_PRIME, cs.width
+    bucket_c = cs.hashes.buckets.polynomial.coefficients.tolist()  # [[c0 per row], [c1 per row]]
+    sign_c = cs.hashes.signs.polynomial.coefficients.tolist()
+    rows = range(cs.rows)
+
+    def locate(key: int, r: int) -> tuple[int, int]:
+        x = key % p
+        bucket = (bucket_c[0][r] + bucket_c[1][r] * x) % p % w
+        g = (sign_c[0][r] + x * (sign_c[1][r] + x * (sign_c[2][r] + x * sign_c[3][r]))) % p
+        return bucket, 1 - 2 * (g & 1)
+
+    def update(table: list[list[float]], keys: list[int], deltas: list[float]) -> None:
+        for key, delta in zip(keys, deltas, strict=True):
+            for r in rows:
+                bucket, sign = locate(key, r)
+                table[r][bucket] += sign * delta
+
+    def estimate(table: list[list[float]], keys: list[int]) -> list[float]:
+        out = []
+        for key in keys:
+            vals = sorted(table[r][b] * s for r in rows for b, s in [locate(key, r)])
+            out.append(vals[len(vals) // 2])
+        return out
+
+    return update, estimate
+
+
+def countsketch_vs_python(n: int = 20_000, rows: int = 5, width: int = 4096) -> dict[str, float]:
+    """CountSketch update and estimate throughput, vectorized vs a plain-Python loop."""
+    rng = np.random.default_rng(1)
+    keys = rng.integers(0, 1 << 62, size=n)
+    deltas = rng.normal(size=n)
+    cs = CountSketch(rows, width, seed=2)
+    py_update, py_estimate = _python_sketch(cs)
+    keys_l, deltas_l = keys.tolist(), deltas.tolist()
+
+    def vec() -> None:
+        CountSketch(rows, width, hashes=cs.hashes).update(keys, deltas)
+
+    def plain() -> None:
+        py_update([[0.0] * width for _ in range(rows)], keys_l, deltas_l)
+
+    t_vec, t_py = best_of(vec), best_of(plain, repeat=1)
+    cs.update(keys, deltas)
+    table = [[0.0] * width for _ in range(rows)]
+    py_update(table, keys_l, deltas_l)
+    same = np.allclose(cs.table, np.array(table), atol=1e-9)
+    probe = keys[:2000]
+    t_est = best_of(lambda: cs.estimate(probe))
+    t_est_py = best_of(lambda: py_estimate(table, probe.tolist()), repeat=1)
+    same_est = np.allclose(cs.estimate(probe), py_estimate(table, probe.tolist()), atol=1e-9)
+    return {
+        "countsketch_update_keys_per_second": n / t_vec,
+        "countsketch_update_speedup_vs_python_loop": t_py / t_vec,
+        "countsketch_estimate_speedup_vs_python_loop": t_est_py / t_est,
+        "countsketch_same_results_as_python": float(same and same_est),
+        "countsketch_rows": float(rows),
+    }
+
+
+def join_update_is_o_k(rows: int = 5, steps: int = 200) -> dict[str, float]:
+    """Seconds per one-key update step at width 2^16 vs 2^6: O(k), independent of the width."""
+
+    def per_step(width: int) -> float:
+        js = JoinSizeEstimator(1 << 10, rows, width, rho=1.0, seed=3)
+        js.update("R", [0])  # the first step releases all counters once: not timed
+        keys = np.arange(1, steps + 1)
+        t0 = time.perf_counter()
+        for i in range(steps):
+            js.update("R" if i % 2 else "S", keys[i : i + 1])
+            js.estimate()
+        return (time.perf_counter() - t0) / steps
+
+    narrow, wide = min(per_step(64) for _ in range(3)), min(per_step(1 << 16) for _ in range(3))
+    return {
+        "join_update_seconds_per_step": narrow,
+        "join_update_time_width_65536_vs_64": wide / narrow,
+    }
+
+
+def range_counting(n: int = 2_000) -> dict[str, float]:
+    """Point updates per second and the cost of continual (FastGaMe) noise on queries, d = 2."""
+    rng = np.random.default_rng(4)
+    points = rng.integers(0, 1024, size=(n, 2))
+    static = RangeCounter(1024, 2, rows=5, width=256, rho=1.0, seed=5)
+    dynamic = RangeCounter(1024, 2, rows=5, width=256, rho=1.0, T=1 << 12, seed=5)
+    t_update = best_of(lambda: RangeCounter(1024, 2, rows=5, width=256, rho=1.0, seed=5).update(points), 2)
+    static.update(points)
+    dynamic.update(points)
+    boxes = [(rng.integers(0, 512, size=2), rng.integers(512, 1024, size=2)) for _ in range(20)]
+
+    def queries(rc: RangeCounter) -> None:
+        for lo, hi in boxes:
+            rc.query(lo, hi)
+
+    t_static = best_of(lambda: queries(static))
+    t_dynamic = best_of(lambda: queries(dynamic))
+    return {
+        "range_update_points_per_second_d2": n / t_update,
+        "range_query_seconds_d2": t_static / len(boxes),
+        "range_query_dynamic_vs_static_d2": t_dynamic / t_static,
+    }
+
+
+def main() -> dict[str, float]:
+    """Run the sketch benchmarks; returns named figures."""
+    return {**countsketch_vs_python(), **join_update_is_o_k(), **range_counting()}
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(), indent=2))

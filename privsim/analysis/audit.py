@@ -1,0 +1,238 @@
+"""The DP audit of a coalition's view: simulate under x and x', choose an event, bound epsilon.
+
+:func:`audit` runs the protocol in batches under neighbouring inputs x and x' (x' = x with
+the neighbour's input flipped), turns the coalition's view of each batch into an array,
+and hands the batches to the statistics engine (:mod:`privsim.analysis.audit_stats`):
+the first part of the batches chooses a distinguishing event, the rest estimate
+Pr[S | x] and Pr[S | x'] with one-sided Clopper–Pearson bounds. Batches stream: the
+selection sample is the only one held, then one batch per input at a time.
+
+A protocol may supply a score (:meth:`~privsim.protocols.Protocol.audit_score`), e.g. its
+own likelihood ratio or the statistic a coalition would use; the bound stays sound with
+any score, since the event is fixed before the estimation batches are drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from privsim.analysis.audit_stats import DEFAULT_SELECT_FRACTION, audit_batches, plan_split
+from privsim.errors import InputError, ParameterError
+from privsim.network.schedule import CURATOR, parse_coalition, parse_party
+from privsim.protocols.base import Protocol
+from privsim.simulate import batch_plan, prepare_inputs, resolve_seed, simulate
+
+__all__ = ["AuditResult", "audit", "neighbouring_inputs", "plan_audit_batches"]
+
+#: Trials per audit batch (whole seeding blocks).
+AUDIT_BATCH_TRIALS = 1 << 15
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """What an audit certifies about a coalition's view.
+
+    Attributes
+    ----------
+    epsilon_lower:
+        Lower bound on the privacy loss, valid with probability >= ``confidence``.
+    epsilon_point:
+        Plug-in estimate of the loss of the chosen event (not a bound).
+    epsilon_claimed:
+        The protocol's claim for this coalition (``None``: it claims nothing).
+    violated:
+        ``epsilon_lower > epsilon_claimed``; where the protocol claims nothing for the
+        coalition, judged against the guarantee it advertises to an outside observer
+        (its claim for the empty coalition), so a coalition beyond the threshold that
+        breaks the advertised guarantee shows as violated.
+    event, direction, selection:
+        The distinguishing event, which probability ratio it bounds, and how it was chosen.
+    p_hat, q_hat:
+        Estimated probabilities of the event under the numerator and denominator input.
+
+    Examples
+    --------
+    >>> from privsim.protocols import RandomizedResponse
+    >>> r = audit(RandomizedResponse(epsilon=1.0), [0, 1, 0, 1], coalition="C", neighbor=1, trials=40_000, seed=1)
+    >>> 0.4 < r.epsilon_lower < 0.70, r.violated
+    (True, False)
+    """
+
+    protocol: str
+    params: dict[str, Any]
+    n: int
+    t: int
+    coalition: list[str]
+    neighbor: int
+    trials: int
+    seed: int
+    delta: float
+    confidence: float
+    epsilon_lower: float
+    epsilon_point: float
+    epsilon_claimed: float | None
+    delta_claimed: float | None
+    violated: bool
+    event: str
+    direction: str
+    selection: str
+    p_hat: float
+    q_hat: float
+    trials_select: int
+    trials_estimate: int
+    features: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of ``privsim audit --json`` (DESIGN.md section 5), plus details."""
+        return asdict(self)
+
+
+def neighbouring_inputs(protocol: Protocol, x: np.ndarray, neighbor: int) -> np.ndarray:
+    """x' = x with the neighbour's input changed: flipped for bits (1 - x_j), else +1.
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> neighbouring_inputs(RandomizedResponse(), np.array([0, 1, 1]), 2).tolist()
+    [0, 1, 0]
+    """
+    xp = np.array(x, copy=True)
+    vals = protocol.input_values
+    if vals is not None and set(np.unique(vals).tolist()) == {0, 1}:
+        xp[neighbor] = 1 - xp[neighbor]
+    else:
+        xp[neighbor] = xp[neighbor] + 1
+        if vals is not None and not np.isin(xp[neighbor], vals).all():
+            raise InputError(f"neighbor: cannot change party {neighbor}'s input within the domain; "
+                             "give x' explicitly (x_prime=)")
+    return xp
+
+
+def plan_audit_batches(trials: int, n: int, batch_trials: int | None = None) -> list[tuple[int, int]]:
+    """The batches (per input) of an audit: ``(block_offset, trials)`` pairs.
+
+    By default a batch holds up to :data:`AUDIT_BATCH_TRIALS` trials and there are at
+    least about ten batches, so that selection and estimation can be split.
+
+    >>> len(plan_audit_batches(100_000, 8)), len(plan_audit_batches(20_000, 8))
+    (11, 20)
+    """
+    from privsim.parties.rng import TRIAL_BLOCK
+
+    trials = int(trials)
+    if trials <= TRIAL_BLOCK:
+        raise ParameterError(f"trials must be > {TRIAL_BLOCK} for an audit (two batches per input); got {trials}")
+    if batch_trials is None:
+        batch_trials = max(TRIAL_BLOCK, min(AUDIT_BATCH_TRIALS, trials // 10 // TRIAL_BLOCK * TRIAL_BLOCK))
+    return batch_plan(trials, n, batch_trials)
+
+
+def _derived_seed(seed: int, which: int) -> int:
+    words = np.random.SeedSequence(seed, spawn_key=(0xA0D17, which)).generate_state(2, np.uint64)
+    return int(words[0]) << 64 | int(words[1])
+
+
+def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: int, trials: int,
+          seed: int | None = None, t: int | None = None, n: int | None = None, delta: float = 0.0,
+          confidence: float = 0.95, x_prime: Any = None, batch_trials: int | None = None,
+          select_fraction: float = DEFAULT_SELECT_FRACTION,
+          progress: Callable[[int], None] | None = None) -> AuditResult:
+    """Audit the view of ``coalition`` against party ``neighbor``: a sound epsilon lower bound.
+
+    Parameters
+    ----------
+    protocol:
+        The protocol, with its parameters.
+    inputs:
+        Base inputs x, shape ``(n, ...)`` (``None``: the protocol's default for ``n``).
+    coalition:
+        The curious parties (``"0,1"``, ``"C"``, ``[0, "C"]``).
+    neighbor:
+        The party outside the coalition whose input differs between x and x'.
+    trials:
+        Runs per input, selection and estimation together.
+    seed:
+        Root seed (``None``: fresh, reported in the result).
+    t:
+        The protocol's threshold (default: its ``default_t(n)``).
+    delta, confidence:
+        The level of the statement: with probability >= confidence,
+        epsilon >= epsilon_lower for (epsilon, delta)-DP.
+    x_prime:
+        Explicit neighbouring inputs (default: :func:`neighbouring_inputs`).
+    batch_trials:
+        Trials per batch (memory: one batch per input is held at a time).
+    select_fraction:
+        Share of the batches used to choose the event.
+    progress:
+        Called with the number of batches done, for progress bars.
+
+    Returns
+    -------
+    AuditResult
+
+    Raises
+    ------
+    ParameterError
+        A coalition id that does not exist, a neighbour inside the coalition or unknown,
+        fewer than two batches, a bad delta or confidence.
+    """
+    x = prepare_inputs(protocol, inputs, 1, n)[0]
+    n = x.shape[0]
+    t = protocol.default_t(n) if t is None else int(t)
+    protocol.check_setting(n, t)
+    members = parse_coalition(coalition, n, protocol.has_curator)
+    if not members:
+        raise ParameterError("coalition: give at least one party id (e.g. 0,1 or C)")
+    j = parse_party(str(neighbor), n, protocol.has_curator)
+    if j == CURATOR:
+        raise ParameterError("neighbor: the curator has no input; pick a party 0..n-1")
+    if j in members:
+        raise ParameterError(f"neighbor: party {j} is inside the coalition; x and x' must differ outside it")
+    xp = neighbouring_inputs(protocol, x, j) if x_prime is None else prepare_inputs(protocol, x_prime, 1, n)[0]
+    diff = np.nonzero((x != xp).reshape(n, -1).any(axis=1))[0].tolist()
+    if diff != [j]:
+        raise InputError(f"x_prime: x and x' must differ in exactly party {j} (they differ in {diff})")
+    entropy = resolve_seed(seed)
+    seeds = {"x": _derived_seed(entropy, 0), "xp": _derived_seed(entropy, 1)}
+    base = {"x": x, "xp": xp}
+    plan = plan_audit_batches(trials, n, batch_trials)
+    n_select, n_estimate = plan_split(len(plan), select_fraction)
+    columns: list[str] = []
+    done = [0]
+
+    def views(which: str, index: int) -> np.ndarray:
+        offset, size = plan[index]
+        res = simulate(protocol, base[which], trials=size, seed=seeds[which], t=t, coalition=members,
+                       block_offset=offset)
+        view = res.view(members)
+        if not columns:
+            columns.extend(view.columns())
+        done[0] += 1
+        if progress is not None:
+            progress(done[0])
+        return view.to_array()
+
+    first = views("x", 0)  # fixes the columns; handed back to the engine as batch 0 of x
+    cache = {("x", 0): first}
+
+    def sample(which: str, index: int) -> np.ndarray:
+        hit = cache.pop((which, index), None)
+        return hit if hit is not None else views(which, index)
+
+    score = protocol.audit_score(columns, members, j, n, t)
+    stats = audit_batches(sample, n_select, n_estimate, columns, score=score, delta=delta, confidence=confidence)
+    claim = protocol.privacy(members, n, t)
+    reference = claim if claim is not None else protocol.privacy((), n, t)
+    violated = reference is not None and stats.epsilon_lower > reference.epsilon
+    return AuditResult(
+        protocol=protocol.name, params=protocol.parameters, n=n, t=t, coalition=[str(m) for m in members],
+        neighbor=j, trials=int(trials), seed=entropy, delta=delta, confidence=confidence,
+        epsilon_lower=stats.epsilon_lower, epsilon_point=stats.epsilon_point,
+        epsilon_claimed=None if claim is None else claim.epsilon,
+        delta_claimed=None if claim is None else claim.delta, violated=bool(violated), event=stats.event,
+        direction=stats.direction, selection=stats.selection, p_hat=stats.p_hat, q_hat=stats.q_hat,
+        trials_select=stats.trials_select, trials_estimate=stats.trials_estimate, features=len(columns),
+    )
