@@ -39,6 +39,9 @@ _BUILTIN = {
     "central-laplace": "privsim.protocols.central:CentralLaplace",
     "central-gaussian": "privsim.protocols.central:CentralGaussian",
     "continual-sum": "privsim.protocols.continual_sum:ContinualSum",
+    "continual-range": "privsim.protocols.continual_sketch:ContinualRange",
+    "continual-join": "privsim.protocols.continual_sketch:ContinualJoin",
+    "leaky-rr": "privsim.protocols.leaky:LeakyRR",
 }
 
 
