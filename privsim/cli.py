@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from privsim.analysis.accuracy import accuracy_summary
+from privsim.analysis.plots import plot_audit, plot_estimates
 from privsim.errors import ParameterError, PrivsimError
 from privsim.protocols import REGISTRY
 from privsim.scenario import RunSpec, load_scenario, make_inputs, parse_params
@@ -130,26 +131,6 @@ def run_spec(spec: RunSpec, progress: bool = True) -> tuple[dict[str, Any], np.n
     return summary, est, truth
 
 
-def plot_estimates(path: str, est: np.ndarray, truth: np.ndarray, title: str) -> None:
-    """Write a histogram of the estimates with the true value marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.hist(est, bins=60, color="#4c72b0", alpha=0.85)
-    ax.axvline(float(np.mean(truth)), color="#c44e52", lw=2, label="true value")
-    ax.axvline(float(np.mean(est)), color="k", ls="--", lw=1, label="mean estimate")
-    ax.set_xlabel("estimate")
-    ax.set_ylabel("trials")
-    ax.set_title(title)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 @app.command()
 def run(
     scenario: Path | None = _SCENARIO,
@@ -241,6 +222,7 @@ def audit_cmd(
     delta: float | None = typer.Option(None, "--delta", help="delta of the (eps, delta) statement [0]."),
     confidence: float | None = typer.Option(None, "--confidence", help="Confidence of the bound [0.95]."),
     json_out: bool = _JSON,
+    plot: Path | None = typer.Option(None, "--plot", help="Write a PNG: the score under x and x' with the event."),
 ) -> None:
     """Audit a coalition's view: a sound lower bound on epsilon, against the protocol's claim."""
     from privsim.analysis.audit import audit, plan_audit_batches
@@ -266,11 +248,27 @@ def audit_cmd(
                        confidence=float(confidence if confidence is not None else extra.get("confidence", 0.95)),
                        progress=lambda k: advance(1))
     data = result.to_dict()
+    if plot is not None:
+        _audit_plot(str(plot), proto, x, result)
+        data["plot"] = str(plot)
     if json_out:
         print(json.dumps(data))
     else:
         stdout.print(_table(f"privsim audit: {proto.name}, coalition {{{','.join(result.coalition)}}} "
                             f"vs party {result.neighbor}", [(k, v) for k, v in data.items() if k != "params"]))
+
+
+def _audit_plot(path: str, proto: Any, x: np.ndarray, result: Any) -> None:
+    from privsim.analysis.audit import _derived_seed, neighbouring_inputs, sample_views
+
+    xp = neighbouring_inputs(proto, x, result.neighbor)
+    coalition = ",".join(result.coalition)
+    size = min(result.trials, 1 << 15)
+    vx, _ = sample_views(proto, x, coalition=coalition, trials=size, seed=_derived_seed(result.seed, 2), t=result.t)
+    vxp, _ = sample_views(proto, xp, coalition=coalition, trials=size, seed=_derived_seed(result.seed, 3), t=result.t)
+    plot_audit(path, vx, vxp, result.event_object,
+               f"{proto.name}: coalition {{{coalition}}} vs party {result.neighbor}; "
+               f"epsilon >= {result.epsilon_lower:.3f} ({result.confidence:.0%})")
 
 
 @app.command()
@@ -280,24 +278,48 @@ def bounds(
     n: int | None = _N,
     t: int | None = _T,
     param: list[str] | None = _PARAM,
+    audit_lonely: bool = typer.Option(False, "--audit", help="Audit the first lonely party against the "
+                                      "coalition of its neighbours (the reduction to the local model)."),
+    trials: int | None = typer.Option(None, "--trials", help="Trials per input for --audit [200000]."),
+    seed: int | None = _SEED,
+    inputs: str | None = _INPUTS,
     json_out: bool = _JSON,
 ) -> None:
     """Messages vs n(t+1)/4 and n(t+1)/2, popular and lonely parties, and lonely parties' neighbour coalitions."""
     from privsim.analysis.bounds import analyze_schedule
 
-    spec = _spec(scenario, protocol, n, t, None, None, param, None)
+    spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
     _check_counts(spec)
     proto = spec.build()
     tt = proto.default_t(spec.n) if spec.t is None else spec.t  # type: ignore[arg-type]
     proto.check_setting(spec.n, tt)  # type: ignore[arg-type]
     report = analyze_schedule(proto.cached_schedule(spec.n, tt), tt)  # type: ignore[arg-type]
-    data = {"protocol": proto.name, "params": proto.parameters, **report.to_dict()}
+    data: dict[str, Any] = {"protocol": proto.name, "params": proto.parameters, **report.to_dict()}
+    if audit_lonely:
+        data["audit"] = _audit_lonely(proto, spec, tt, report, trials or 200_000)
     if json_out:
         print(json.dumps(data))
         return
-    rows = [(k, v) for k, v in data.items() if k not in ("params", "lonely_coalitions")]
+    rows = [(k, v) for k, v in data.items() if k not in ("params", "lonely_coalitions", "audit")]
     rows += [(f"neighbours of lonely {p}", ",".join(c)) for p, c in data["lonely_coalitions"].items()]
+    rows += [(f"audit {k}", v) for k, v in (data.get("audit") or {}).items() if k != "params"]
     stdout.print(_table(f"privsim bounds: {proto.name}, n={spec.n}, t={tt}", rows))
+
+
+def _audit_lonely(proto: Any, spec: RunSpec, t: int, report: Any, trials: int) -> dict[str, Any] | None:
+    """Audit the first lonely party (with a non-empty neighbourhood) against its neighbours."""
+    from privsim.analysis.audit import audit, plan_audit_batches
+
+    target = next(((p, c) for p, c in report.lonely_coalitions.items() if c), None)
+    if target is None:
+        return None
+    party, coalition = target
+    x = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
+    total = 2 * len(plan_audit_batches(trials, spec.n))  # type: ignore[arg-type]
+    with progress_bar(total, f"audit lonely party {party}: batches") as advance:
+        result = audit(proto, x, coalition=",".join(map(str, coalition)), neighbor=party, trials=trials,
+                       seed=spec.seed, t=t, progress=lambda k: advance(1))
+    return result.to_dict()
 
 
 @app.command()

@@ -15,7 +15,8 @@ any score, since the event is fixed before the estimation batches are drawn.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from privsim.network.schedule import CURATOR, parse_coalition, parse_party
 from privsim.protocols.base import Protocol
 from privsim.simulate import batch_plan, prepare_inputs, resolve_seed, simulate
 
-__all__ = ["AuditResult", "audit", "neighbouring_inputs", "plan_audit_batches"]
+__all__ = ["AuditResult", "audit", "neighbouring_inputs", "plan_audit_batches", "sample_views"]
 
 #: Trials per audit batch (whole seeding blocks).
 AUDIT_BATCH_TRIALS = 1 << 15
@@ -86,9 +87,16 @@ class AuditResult:
     trials_estimate: int
     features: int
 
+    #: The event object (for plots); not part of the JSON.
+    event_object: Any = field(default=None, compare=False, repr=False)
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of ``privsim audit --json`` (DESIGN.md section 5), plus details."""
-        return asdict(self)
+        """The JSON contract of ``privsim audit --json`` (DESIGN.md section 5), plus details.
+
+        Non-finite numbers (an event never seen under x') become ``None``: JSON has no infinity.
+        """
+        out = {k: v for k, v in asdict(self).items() if k != "event_object"}
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
 
 
 def neighbouring_inputs(protocol: Protocol, x: np.ndarray, neighbor: int) -> np.ndarray:
@@ -132,6 +140,20 @@ def plan_audit_batches(trials: int, n: int, batch_trials: int | None = None) -> 
 def _derived_seed(seed: int, which: int) -> int:
     words = np.random.SeedSequence(seed, spawn_key=(0xA0D17, which)).generate_state(2, np.uint64)
     return int(words[0]) << 64 | int(words[1])
+
+
+def sample_views(protocol: Protocol, inputs: Any, *, coalition: Any, trials: int, seed: int, t: int | None = None,
+                 block_offset: int = 0) -> tuple[np.ndarray, list[str]]:
+    """One batch of a coalition's views as an array with its column names (e.g. for plots).
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> arr, cols = sample_views(RandomizedResponse(), [0, 1], coalition="C", trials=5, seed=1)
+    >>> arr.shape, cols
+    ((5, 3), ['msg r1 0->C', 'msg r1 1->C', 'output C'])
+    """
+    res = simulate(protocol, inputs, trials=trials, seed=seed, t=t, coalition=coalition, block_offset=block_offset)
+    view = res.view(coalition)
+    return view.to_array(), view.columns()
 
 
 def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: int, trials: int,
@@ -235,4 +257,5 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
         delta_claimed=None if claim is None else claim.delta, violated=bool(violated), event=stats.event,
         direction=stats.direction, selection=stats.selection, p_hat=stats.p_hat, q_hat=stats.q_hat,
         trials_select=stats.trials_select, trials_estimate=stats.trials_estimate, features=len(columns),
+        event_object=stats.event_object,
     )

@@ -1030,6 +1030,8 @@ class AuditStatsResult:
     trials_select: int
     trials_estimate: int
     selection: str
+    #: The event itself (for plots and re-use), when the result came from :func:`audit_batches`.
+    event_object: Event | None = field(default=None, compare=False, repr=False)
 
 
 def plan_split(n_batches: int, select_fraction: float = DEFAULT_SELECT_FRACTION) -> tuple[int, int]:
@@ -1183,4 +1185,5 @@ def _result(
         trials_select=trials_select,
         trials_estimate=counts.trials_x,
         selection=selection,
+        event_object=event,
     )
