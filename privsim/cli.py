@@ -22,12 +22,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from privsim.analysis.accuracy import accuracy_summary
 from privsim.analysis.plots import plot_audit, plot_estimates
 from privsim.errors import ParameterError, PrivsimError
 from privsim.protocols import REGISTRY
 from privsim.scenario import RunSpec, load_scenario, make_inputs, parse_params
-from privsim.simulate import batch_plan, simulate, simulate_batches
+from privsim.simulate import batch_plan, run_trials, simulate
 
 __all__ = ["app", "main"]
 
@@ -57,6 +56,10 @@ _PARAM = typer.Option(None, "--param", help="Protocol parameter KEY=VALUE (repea
 _INPUTS = typer.Option(None, "--inputs",
                        help="Inputs: zeros, ones, half, alternating, count:K, bernoulli:P.")
 _JSON = typer.Option(False, "--json", help="Print one JSON object on stdout.")
+_EXECUTOR = typer.Option(None, "--executor", help="Where batches run: local, processes or dask [local].")
+_SCHEDULER = typer.Option(None, "--scheduler", help="Dask scheduler address tcp://HOST:PORT "
+                          "(default: a LocalCluster on this machine).")
+_WORKERS = typer.Option(None, "--workers", help="Worker processes for processes/dask [one per core].")
 
 
 def _spec(scenario: Path | None, protocol: str | None, n: int | None, t: int | None,
@@ -107,28 +110,22 @@ def _table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
     return table
 
 
-def run_spec(spec: RunSpec, progress: bool = True) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+def run_spec(spec: RunSpec, progress: bool = True, executor: str | None = None, scheduler: str | None = None,
+             workers: int | None = None) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
     """Run a scenario in batches; returns the JSON summary, the estimates and the true values."""
     _check_counts(spec)
     protocol = spec.build()
     inputs = make_inputs(protocol, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
-    first = None
-    estimates, truths = [], []
     plan = batch_plan(spec.trials, spec.n)  # type: ignore[arg-type]
-    with progress_bar(len(plan), f"{protocol.name}: batches", enabled=progress) as advance:
-        for res in simulate_batches(protocol, inputs, trials=spec.trials, seed=spec.seed, t=spec.t):
-            first = first or res
-            estimates.append(np.asarray(res.estimate, dtype=float))
-            truths.append(np.broadcast_to(np.asarray(res.true_value, dtype=float), res.estimate.shape))
-            advance()
-    assert first is not None
-    est, truth = np.concatenate(estimates), np.concatenate(truths)
-    summary = {
-        "protocol": protocol.name, "n": first.n, "t": first.t, "trials": spec.trials, "seed": first.seed,
-        "params": protocol.parameters, "rounds": first.rounds, "messages": first.messages, "bits": first.bits,
-        "schedule_messages": first.schedule.messages, **accuracy_summary(est, truth),
-    }
-    return summary, est, truth
+    rounds = protocol.cached_schedule(spec.n, protocol.default_t(spec.n) if spec.t is None else spec.t).rounds
+    remote = (executor or spec.extra.get("executor") or "local") != "local"  # workers cannot report rounds
+    with progress_bar(len(plan) * max(rounds, 1), f"{protocol.name}: {len(plan)} batches x {rounds} rounds",
+                      enabled=progress) as advance:
+        res = run_trials(protocol, inputs, trials=spec.trials, seed=spec.seed, t=spec.t,
+                         executor=executor or spec.extra.get("executor"), scheduler=scheduler, workers=workers,
+                         progress=lambda k: advance(max(rounds, 1) if remote else 0),
+                         on_round=lambda r: advance(1))
+    return res.summary(), res.estimate, res.true_value
 
 
 @app.command()
@@ -143,10 +140,13 @@ def run(
     inputs: str | None = _INPUTS,
     json_out: bool = _JSON,
     plot: Path | None = typer.Option(None, "--plot", help="Write a PNG of the estimates' distribution."),
+    executor: str | None = _EXECUTOR,
+    scheduler: str | None = _SCHEDULER,
+    workers: int | None = _WORKERS,
 ) -> None:
     """Run a protocol R times and report its cost (messages, bits, rounds) and accuracy."""
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
-    summary, est, truth = run_spec(spec)
+    summary, est, truth = run_spec(spec, executor=executor, scheduler=scheduler, workers=workers)
     if plot is not None:
         plot_estimates(str(plot), est, truth, f"{summary['protocol']}, n={summary['n']}, R={summary['trials']}")
         summary["plot"] = str(plot)
@@ -223,6 +223,9 @@ def audit_cmd(
     confidence: float | None = typer.Option(None, "--confidence", help="Confidence of the bound [0.95]."),
     json_out: bool = _JSON,
     plot: Path | None = typer.Option(None, "--plot", help="Write a PNG: the score under x and x' with the event."),
+    executor: str | None = _EXECUTOR,
+    scheduler: str | None = _SCHEDULER,
+    workers: int | None = _WORKERS,
 ) -> None:
     """Audit a coalition's view: a sound lower bound on epsilon, against the protocol's claim."""
     from privsim.analysis.audit import audit, plan_audit_batches
@@ -246,7 +249,8 @@ def audit_cmd(
                        seed=spec.seed, t=spec.t,
                        delta=float(delta if delta is not None else extra.get("delta", 0.0)),
                        confidence=float(confidence if confidence is not None else extra.get("confidence", 0.95)),
-                       progress=lambda k: advance(1))
+                       progress=lambda k: advance(1), executor=executor or extra.get("executor"),
+                       scheduler=scheduler, workers=workers)
     data = result.to_dict()
     if plot is not None:
         _audit_plot(str(plot), proto, x, result)

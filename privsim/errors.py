@@ -14,6 +14,7 @@ __all__ = [
     "PartyFailure",
     "DeadlockError",
     "ViewNotRecorded",
+    "ExecutorError",
 ]
 
 
@@ -34,7 +35,19 @@ class ScheduleViolation(PrivsimError):
 
 
 class PartyFailure(PrivsimError):
-    """A party's routine raised; the message names the party and the round."""
+    """A party's routine raised; the message names the party and the round.
+
+    ``party`` and ``round`` hold them too; when several parties fail, the run reports the
+    earliest round and the lowest party id, so the error does not depend on task order.
+    """
+
+    def __init__(self, message: str, party: int | str | None = None, round: int | None = None) -> None:
+        super().__init__(message)
+        self.party = party
+        self.round = round
+
+    def __reduce__(self):  # keep party and round across processes
+        return (type(self), (str(self), self.party, self.round))
 
 
 class DeadlockError(PrivsimError):
@@ -43,3 +56,7 @@ class DeadlockError(PrivsimError):
 
 class ViewNotRecorded(PrivsimError):
     """A coalition view was asked for that the simulation did not record."""
+
+
+class ExecutorError(PrivsimError):
+    """A batch failed on a worker (or the worker died twice); the run reports no partial result."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,8 @@ from privsim.parties.context import PartyContext
 from privsim.parties.rng import StreamSeeder, block_range
 from privsim.protocols.base import Protocol
 
-__all__ = ["SimulationResult", "batch_plan", "prepare_inputs", "resolve_seed", "simulate", "simulate_batches"]
+__all__ = ["RunSummary", "SimulationResult", "batch_plan", "prepare_inputs", "resolve_seed", "run_trials", "simulate",
+           "simulate_batches"]
 
 
 def resolve_seed(seed: int | None) -> int:
@@ -183,7 +184,8 @@ async def _run_party(routine: Any, ctx: PartyContext, net: SyncNetwork) -> None:
         raise
     except Exception as exc:
         who = "the curator" if ctx.id == CURATOR else f"party {ctx.id}"
-        raise PartyFailure(f"{who} failed in round {ctx.round}: {type(exc).__name__}: {exc}") from exc
+        raise PartyFailure(f"{who} failed in round {ctx.round}: {type(exc).__name__}: {exc}", ctx.id,
+                           ctx.round) from exc
     net.depart(ctx)
 
 
@@ -206,6 +208,9 @@ def _first_error(group: BaseExceptionGroup) -> BaseException:
             leaves.append(e)
 
     walk(group)
+    failures = [e for e in leaves if isinstance(e, PartyFailure) and e.round is not None]
+    if failures:
+        return min(failures, key=lambda e: (e.round, id_key(e.party)))  # type: ignore[arg-type]
     for kind in (PrivsimError, Exception):
         for e in leaves:
             if isinstance(e, kind):
@@ -215,7 +220,8 @@ def _first_error(group: BaseExceptionGroup) -> BaseException:
 
 def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: int | None = None,
              t: int | None = None, coalition: str | Iterable[int | str] | None = None, n: int | None = None,
-             record: bool = True, block_offset: int = 0) -> SimulationResult:
+             record: bool = True, block_offset: int = 0,
+             on_round: Callable[[int], None] | None = None) -> SimulationResult:
     """Run ``protocol`` on ``inputs`` for ``trials`` independent runs at once.
 
     Parameters
@@ -240,6 +246,8 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
         ``False`` keeps no transcript and no random tapes (fastest; no views).
     block_offset:
         First seeding block (batches of a split run start at different blocks).
+    on_round:
+        Called with the round number each time a round completes (progress bars).
 
     Returns
     -------
@@ -283,7 +291,7 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
     members = parse_coalition(coalition, n, protocol.has_curator) if coalition is not None else None
     recorded: Any = None if not record else ("all" if members is None else frozenset(members))
 
-    net = SyncNetwork(schedule, trials, record=recorded)
+    net = SyncNetwork(schedule, trials, record=recorded, on_round=on_round)
     seeder = StreamSeeder(entropy, n, block_range(trials, block_offset))
 
     def rng_factory(pid: int | str) -> Any:
@@ -349,3 +357,98 @@ def simulate_batches(protocol: Protocol, inputs: Any = None, *, trials: int, see
     for offset, size in batch_plan(trials, x.shape[0], batch_trials):
         yield simulate(protocol, x, trials=size, seed=entropy, t=t, coalition=coalition, record=record,
                        block_offset=offset)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The merged outcome of a batched run: counts per run and every trial's estimate.
+
+    Built by :func:`run_trials`; ``summary()`` gives the ``privsim run --json`` fields.
+    """
+
+    protocol: Protocol
+    n: int
+    t: int
+    trials: int
+    seed: int
+    messages: int
+    bits: int
+    rounds: int
+    schedule_messages: int
+    estimate: np.ndarray
+    true_value: np.ndarray
+    executor: str = "local"
+    batches: int = 1
+
+    def summary(self) -> dict[str, Any]:
+        """The fields of the ``privsim run --json`` contract (DESIGN.md section 5), plus details."""
+        return {
+            "protocol": self.protocol.name, "n": self.n, "t": self.t, "trials": self.trials, "seed": self.seed,
+            "params": self.protocol.parameters, "rounds": self.rounds, "messages": self.messages, "bits": self.bits,
+            "schedule_messages": self.schedule_messages, **accuracy_summary(self.estimate, self.true_value),
+            "executor": self.executor, "batches": self.batches,
+        }
+
+
+@dataclass(frozen=True)
+class _RunJob:
+    protocol: Protocol
+    inputs: np.ndarray
+    seed: int
+    t: int | None
+    on_round: Callable[[int], None] | None = None
+
+    def __call__(self, batch: tuple[int, int]) -> dict[str, Any]:
+        offset, size = batch
+        res = simulate(self.protocol, self.inputs, trials=size, seed=self.seed, t=self.t, record=False,
+                       block_offset=offset, on_round=self.on_round)
+        est = np.asarray(res.estimate, dtype=float)
+        return {"n": res.n, "t": res.t, "messages": res.messages, "bits": res.bits, "rounds": res.rounds,
+                "schedule_messages": res.schedule.messages, "estimate": est,
+                "true_value": np.broadcast_to(np.asarray(res.true_value, dtype=float), est.shape).copy()}
+
+
+def run_trials(protocol: Protocol, inputs: Any = None, *, trials: int, seed: int | None = None,
+               t: int | None = None, n: int | None = None, batch_trials: int | None = None,
+               executor: Any = None, scheduler: str | None = None, workers: int | None = None,
+               progress: Callable[[int], None] | None = None,
+               on_round: Callable[[int], None] | None = None) -> RunSummary:
+    """Run ``trials`` runs in batches on an executor and merge them (only estimates are kept).
+
+    ``progress`` is called with the number of batches done; ``on_round`` with each round
+    completed (local executor only: worker processes cannot report rounds).
+
+    The result is identical for one seed whatever the executor and the batch size.
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> r = run_trials(RandomizedResponse(), [0, 1, 1], trials=3000, seed=2, batch_trials=1024)
+    >>> r.batches, r.estimate.shape, r.messages
+    (3, (3000,), 3)
+    """
+    from privsim.executors import get_executor
+
+    entropy = resolve_seed(seed)
+    x = prepare_inputs(protocol, inputs, 1, n)[0]
+    t_used = protocol.default_t(x.shape[0]) if t is None else int(t)
+    protocol.check_setting(x.shape[0], t_used)
+    plan = batch_plan(int(trials), x.shape[0], batch_trials)
+    own = executor is None or isinstance(executor, str)
+    ex = get_executor(executor or "local", scheduler=scheduler, workers=workers)
+    parts = []
+    try:
+        job = _RunJob(protocol, x, entropy, t_used, on_round if ex.name == "local" else None)
+        for k, part in enumerate(ex.map(job, plan), start=1):
+            parts.append(part)
+            if progress is not None:
+                progress(k)
+    finally:
+        if own:
+            ex.close()
+    first = parts[0]
+    return RunSummary(
+        protocol=protocol, n=first["n"], t=first["t"], trials=int(trials), seed=entropy,
+        messages=first["messages"], bits=first["bits"], rounds=first["rounds"],
+        schedule_messages=first["schedule_messages"],
+        estimate=np.concatenate([p["estimate"] for p in parts]),
+        true_value=np.concatenate([p["true_value"] for p in parts]), executor=ex.name, batches=len(plan),
+    )

@@ -14,15 +14,23 @@ any score, since the event is fixed before the estimation batches are drawn.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from privsim.analysis.audit_stats import DEFAULT_SELECT_FRACTION, audit_batches, plan_split
+from privsim.analysis.audit_stats import (
+    DEFAULT_SELECT_FRACTION,
+    EventCounts,
+    choose_event,
+    plan_split,
+    result_from_counts,
+)
 from privsim.errors import InputError, ParameterError
+from privsim.executors import Executor, get_executor
 from privsim.network.schedule import CURATOR, parse_coalition, parse_party
 from privsim.protocols.base import Protocol
 from privsim.simulate import batch_plan, prepare_inputs, resolve_seed, simulate
@@ -118,6 +126,29 @@ def neighbouring_inputs(protocol: Protocol, x: np.ndarray, neighbor: int) -> np.
     return xp
 
 
+@dataclass(frozen=True)
+class _AuditJob:
+    """What a worker needs to simulate one audit batch (pickled to processes / Dask)."""
+
+    protocol: Protocol
+    inputs: dict[str, np.ndarray]
+    seeds: dict[str, int]
+    t: int
+    members: tuple
+    plan: list[tuple[int, int]]
+
+    def views(self, pick: tuple[str, int]) -> tuple[np.ndarray, list[str]]:
+        which, index = pick
+        offset, size = self.plan[index]
+        return sample_views(self.protocol, self.inputs[which], coalition=self.members, trials=size,
+                            seed=self.seeds[which], t=self.t, block_offset=offset)
+
+    def count(self, event: Any, index: int) -> tuple[int, int, int, int]:
+        counts = EventCounts(event)
+        counts.add(self.views(("x", index))[0], self.views(("xp", index))[0])
+        return counts.hits_x, counts.trials_x, counts.hits_xp, counts.trials_xp
+
+
 def plan_audit_batches(trials: int, n: int, batch_trials: int | None = None) -> list[tuple[int, int]]:
     """The batches (per input) of an audit: ``(block_offset, trials)`` pairs.
 
@@ -160,7 +191,8 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
           seed: int | None = None, t: int | None = None, n: int | None = None, delta: float = 0.0,
           confidence: float = 0.95, x_prime: Any = None, batch_trials: int | None = None,
           select_fraction: float = DEFAULT_SELECT_FRACTION,
-          progress: Callable[[int], None] | None = None) -> AuditResult:
+          progress: Callable[[int], None] | None = None, executor: str | Executor | None = None,
+          scheduler: str | None = None, workers: int | None = None) -> AuditResult:
     """Audit the view of ``coalition`` against party ``neighbor``: a sound epsilon lower bound.
 
     Parameters
@@ -190,6 +222,10 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
         Share of the batches used to choose the event.
     progress:
         Called with the number of batches done, for progress bars.
+    executor, scheduler, workers:
+        Where batches run: ``"local"`` (default), ``"processes"`` or ``"dask"`` (with an
+        optional scheduler address), or an :class:`~privsim.executors.Executor`. The result
+        is identical under every executor for one seed.
 
     Returns
     -------
@@ -218,34 +254,47 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     if diff != [j]:
         raise InputError(f"x_prime: x and x' must differ in exactly party {j} (they differ in {diff})")
     entropy = resolve_seed(seed)
-    seeds = {"x": _derived_seed(entropy, 0), "xp": _derived_seed(entropy, 1)}
-    base = {"x": x, "xp": xp}
-    plan = plan_audit_batches(trials, n, batch_trials)
-    n_select, n_estimate = plan_split(len(plan), select_fraction)
-    columns: list[str] = []
+    job = _AuditJob(protocol, {"x": x, "xp": xp}, {"x": _derived_seed(entropy, 0), "xp": _derived_seed(entropy, 1)},
+                    t, members, plan_audit_batches(trials, n, batch_trials))
+    n_select, n_estimate = plan_split(len(job.plan), select_fraction)
     done = [0]
 
-    def views(which: str, index: int) -> np.ndarray:
-        offset, size = plan[index]
-        res = simulate(protocol, base[which], trials=size, seed=seeds[which], t=t, coalition=members,
-                       block_offset=offset)
-        view = res.view(members)
-        if not columns:
-            columns.extend(view.columns())
-        done[0] += 1
+    def tick(k: int) -> None:
+        done[0] += k
         if progress is not None:
             progress(done[0])
-        return view.to_array()
 
-    first = views("x", 0)  # fixes the columns; handed back to the engine as batch 0 of x
-    cache = {("x", 0): first}
-
-    def sample(which: str, index: int) -> np.ndarray:
-        hit = cache.pop((which, index), None)
-        return hit if hit is not None else views(which, index)
-
-    score = protocol.audit_score(columns, members, j, n, t)
-    stats = audit_batches(sample, n_select, n_estimate, columns, score=score, delta=delta, confidence=confidence)
+    own = executor is None or isinstance(executor, str)
+    ex = get_executor(executor or "local", scheduler=scheduler, workers=workers)
+    try:
+        # Selection: the views of the first batches under x and x' (held in memory).
+        picks = [(w, i) for i in range(n_select) for w in ("x", "xp")]
+        parts: dict[str, list[np.ndarray]] = {"x": [], "xp": []}
+        columns: list[str] = []
+        for (which, _), (arr, cols) in zip(picks, ex.map(job.views, picks)):
+            parts[which].append(arr)
+            columns = columns or cols
+            tick(1)
+        select_x, select_xp = np.concatenate(parts["x"]), np.concatenate(parts["xp"])
+        del parts
+        score = protocol.audit_score(columns, members, j, n, t)
+        event, selection = choose_event(select_x, select_xp, columns, n_select, n_estimate, score,
+                                        delta=delta, confidence=confidence)
+        trials_select = select_x.shape[0]
+        del select_x, select_xp
+        # Estimation: every batch pair is simulated and counted where it runs; only counts return.
+        counts = EventCounts(event)
+        for hits_x, trials_x, hits_xp, trials_xp in ex.map(partial(job.count, event),
+                                                            range(n_select, n_select + n_estimate)):
+            counts.hits_x += hits_x
+            counts.trials_x += trials_x
+            counts.hits_xp += hits_xp
+            counts.trials_xp += trials_xp
+            tick(2)
+    finally:
+        if own:
+            ex.close()
+    stats = result_from_counts(counts, delta, confidence, trials_select, selection)
     claim = protocol.privacy(members, n, t)
     reference = claim if claim is not None else protocol.privacy((), n, t)
     violated = reference is not None and stats.epsilon_lower > reference.epsilon

@@ -64,6 +64,8 @@ __all__ = [
     "SelectionKind",
     "ThresholdEvent",
     "audit_batches",
+    "choose_event",
+    "result_from_counts",
     "clopper_pearson",
     "epsilon_lower_bound",
     "fit_logistic_score",
@@ -1129,12 +1131,49 @@ def audit_batches(
         )
     select_x = _collect(sample_batch, "x", range(n_batches_select))
     select_xp = _collect(sample_batch, "xp", range(n_batches_select))
+    event, selection = choose_event(select_x, select_xp, columns, n_batches_select, n_batches_estimate, score,
+                                    delta=delta, confidence=confidence, kind=kind)
+    trials_select = select_x.shape[0]
+    del select_x, select_xp  # the selection sample is not needed any more
+
+    counts = EventCounts(event)
+    for index in range(n_batches_select, n_batches_select + n_batches_estimate):
+        batch_x = _check_views(sample_batch("x", index), columns, "x")
+        batch_xp = _check_views(sample_batch("xp", index), columns, "x'")
+        counts.add(batch_x, batch_xp)
+        del batch_x, batch_xp
+    return result_from_counts(counts, delta, confidence, trials_select, selection)
+
+
+def choose_event(
+    select_x: np.ndarray,
+    select_xp: np.ndarray,
+    columns: Sequence[str],
+    n_batches_select: int,
+    n_batches_estimate: int,
+    score: ScoreFn | None = None,
+    *,
+    delta: float = 0.0,
+    confidence: float = 0.95,
+    kind: SelectionKind = "auto",
+) -> tuple[Event, str]:
+    """Choose the event on the selection sample, as :func:`audit_batches` does.
+
+    For drivers that compute the estimation counts elsewhere (e.g. in worker processes):
+    choose here, count with :class:`EventCounts` per batch, merge, then
+    :func:`result_from_counts`. Returns ``(event, selection kind)``.
+
+    >>> rng = np.random.default_rng(1)
+    >>> vx, vxp = rng.laplace(1, 1, (4000, 1)), rng.laplace(0, 1, (4000, 1))
+    >>> event, kind = choose_event(vx, vxp, ["y"], 1, 4)
+    >>> kind
+    'column'
+    """
     selection = _resolve_kind(
         _check_views(select_x, columns, "x"), _check_views(select_xp, columns, "x'"), score, kind
     )
-    trials_select = select_x.shape[0]
     # Batches are assumed of one size, so the estimation sample is forecast from the first part.
-    n_estimate = max(1, trials_select * n_batches_estimate // n_batches_select)
+    n_estimate = max(1, select_x.shape[0] * n_batches_estimate // n_batches_select)
     event = select_event(
         select_x,
         select_xp,
@@ -1145,21 +1184,13 @@ def audit_batches(
         confidence=confidence,
         n_estimate=n_estimate,
     )
-    del select_x, select_xp  # the selection sample is not needed any more
-
-    counts = EventCounts(event)
-    for index in range(n_batches_select, n_batches_select + n_batches_estimate):
-        batch_x = _check_views(sample_batch("x", index), columns, "x")
-        batch_xp = _check_views(sample_batch("xp", index), columns, "x'")
-        counts.add(batch_x, batch_xp)
-        del batch_x, batch_xp
-    return _result(counts, delta, confidence, trials_select, selection)
+    return event, selection
 
 
-def _result(
+def result_from_counts(
     counts: EventCounts, delta: float, confidence: float, trials_select: int, selection: str
 ) -> AuditStatsResult:
-    """Turn the final counts into the reported bound, event and direction."""
+    """Turn the final (merged) counts into the reported bound, event and direction."""
     bound = counts.bound(delta, confidence, oriented=True)
     alpha_each = (1.0 - confidence) / 2
     p_lo = clopper_pearson(counts.hits_x, counts.trials_x, alpha_each, "lower")

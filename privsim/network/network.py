@@ -81,7 +81,8 @@ class SyncNetwork:
     Used by :func:`privsim.simulate`; see there.
     """
 
-    def __init__(self, schedule: Schedule, trials: int, record: str | Container | None = "all") -> None:
+    def __init__(self, schedule: Schedule, trials: int, record: str | Container | None = "all",
+                 on_round: Any = None) -> None:
         self.schedule = schedule
         self.trials = trials
         self.record = record
@@ -97,6 +98,7 @@ class SyncNetwork:
         self._arrived = 0
         self._waiting: list[tuple[Any, PartyContext]] = []
         self._inboxes: dict[int | str, Inbox] = {}
+        self._on_round = on_round
 
     def attach(self, contexts: list[PartyContext]) -> None:
         """Register the parties, in canonical id order."""
@@ -177,6 +179,8 @@ class SyncNetwork:
             trio.lowlevel.reschedule(task, outcome.Value(inboxes.get(ctx.id, _EMPTY)))
         for ctx in self._contexts:
             ctx.round = r + 1
+        if self._on_round is not None:
+            self._on_round(r)
 
     def _check_out_of_order(self, r: int, sender: int | str, tos: list, exp: list) -> None:
         seen = set()

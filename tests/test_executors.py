@@ -1,0 +1,99 @@
+"""Executors: identical results for one seed under local, processes and Dask; failures reported."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import cloudpickle
+import numpy as np
+import pytest
+
+from privsim import CURATOR, Schedule
+from privsim.analysis.audit import audit
+from privsim.errors import ExecutorError, PartyFailure
+from privsim.executors import DaskExecutor, ProcessExecutor, get_executor
+from privsim.protocols import RandomizedResponse
+from privsim.protocols.base import Protocol
+from privsim.simulate import run_trials
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # test-only protocols travel by value
+PARENT = os.getpid()
+X = (np.arange(12) % 3 == 0).astype(int)
+
+
+class DiesInWorkers(Protocol):
+    """Kills the process it runs in, unless that is the test process."""
+
+    name = "dies-in-workers"
+    has_curator = True
+
+    def schedule(self, n, t):
+        return Schedule.star_to(n)
+
+    async def party(self, ctx):
+        if os.getpid() != PARENT:
+            os._exit(3)
+        ctx.send(CURATOR, ctx.input)
+        await ctx.end_round()
+
+    async def curator(self, ctx):
+        ctx.output((await ctx.end_round()).total())
+
+    def estimate(self, outputs, n, t):
+        return outputs[CURATOR]
+
+
+class Raises(DiesInWorkers):
+    name = "raises"
+
+    async def party(self, ctx):
+        raise ValueError("bad party")
+
+
+@pytest.fixture(scope="module")
+def dask_executor():
+    ex = DaskExecutor(workers=2)
+    yield ex
+    ex.close()
+
+
+def test_run_identical_across_executors_and_batch_splits(dask_executor):
+    proto = RandomizedResponse(epsilon=1.0)
+    ref = run_trials(proto, X, trials=5000, seed=9)
+    for executor, batch in (("processes", 1024), ("processes", 2048), (dask_executor, 1024), ("local", 3072)):
+        other = run_trials(proto, X, trials=5000, seed=9, executor=executor, batch_trials=batch)
+        assert np.array_equal(other.estimate, ref.estimate)
+        assert (other.messages, other.bits, other.rounds) == (ref.messages, ref.bits, ref.rounds)
+
+
+def test_audit_identical_across_executors(dask_executor):
+    kw = {"coalition": "C", "neighbor": 3, "trials": 60_000, "seed": 4}
+    ref = audit(RandomizedResponse(epsilon=1.0), X, **kw).to_dict()
+    with ProcessExecutor(workers=2) as ex:
+        assert audit(RandomizedResponse(epsilon=1.0), X, executor=ex, **kw).to_dict() == ref
+    assert audit(RandomizedResponse(epsilon=1.0), X, executor=dask_executor, **kw).to_dict() == ref
+
+
+def test_dead_worker_process_is_reported_not_hidden():
+    with pytest.raises(ExecutorError, match="batch 0: a worker process died twice"):
+        run_trials(DiesInWorkers(), X, trials=100, seed=1, executor="processes", workers=1)
+
+
+def test_dead_dask_worker_is_reported(dask_executor):
+    with pytest.raises(ExecutorError, match="batch 0 failed on the dask cluster.*no result is reported"):
+        run_trials(DiesInWorkers(), X, trials=100, seed=1, executor=dask_executor)
+
+
+def test_party_failure_in_a_worker_keeps_its_message():
+    with pytest.raises(PartyFailure, match="party 0 failed in round 1: ValueError: bad party"):
+        run_trials(Raises(), X, trials=100, seed=1, executor="processes", workers=1)
+
+
+def test_unknown_executor():
+    from privsim.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="executor must be one of local, processes, dask"):
+        get_executor("threads")
+    with pytest.raises(ParameterError, match="--scheduler is only for --executor dask"):
+        get_executor("processes", scheduler="tcp://127.0.0.1:1")
