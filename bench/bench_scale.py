@@ -1,0 +1,74 @@
+"""Scale benchmarks (issue 6): processes and Dask speed-up on one audit; large n.
+
+Each speed-up is the time of the same audit (same seed, same batches, identical result)
+on one process divided by its time on the executor, measured in this process; worker
+start-up is excluded (pools and clusters are started and warmed up first).
+Run: ``python bench/bench_scale.py`` (prints JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import time
+import tracemalloc
+
+import numpy as np
+
+from privsim.analysis.audit import audit
+from privsim.executors import DaskExecutor, LocalExecutor, ProcessExecutor
+from privsim.protocols import RandomizedResponse
+from privsim.simulate import run_trials
+
+
+def _timed_audit(executor, trials: int) -> tuple[float, dict]:
+    x = (np.arange(16) % 2).tolist()
+    t0 = time.perf_counter()
+    r = audit(RandomizedResponse(epsilon=1.0), x, coalition="C", neighbor=1, trials=trials, seed=7, executor=executor)
+    return time.perf_counter() - t0, r.to_dict()
+
+
+def audit_speedups(trials: int = 10**6, workers: int = 2) -> dict[str, float]:
+    """Speed-up of processes and Dask (LocalCluster) over one process on one 16-party audit."""
+    t_local, ref = _timed_audit(LocalExecutor(), trials)
+    out: dict[str, float] = {"audit_trials": trials, "audit_seconds_one_process": t_local}
+    with ProcessExecutor(workers=workers) as ex:
+        _timed_audit(ex, 40_000)  # start the pool and import privsim in every worker
+        t_proc, res = _timed_audit(ex, trials)
+    out["processes_speedup"] = t_local / t_proc
+    out["processes_identical"] = float(res == ref)
+    ex = DaskExecutor(workers=workers)
+    try:
+        _timed_audit(ex, 40_000)
+        t_dask, res = _timed_audit(ex, trials)
+    finally:
+        ex.close()
+    out["dask_speedup"] = t_local / t_dask
+    out["dask_identical"] = float(res == ref)
+    out["workers"] = workers
+    return out
+
+
+def large_n(n: int = 100_000, trials: int = 100) -> dict[str, float]:
+    """Randomized response with n = 10^5 parties and 100 trials: time and peak memory."""
+    x = (np.arange(n) % 2).astype(np.int64)
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    r = run_trials(RandomizedResponse(epsilon=1.0), x, trials=trials, seed=1)
+    seconds = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"large_n_parties": n, "large_n_trials": trials, "large_n_seconds": seconds,
+            "large_n_peak_traced_mib": peak / 2**20,
+            "large_n_max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "large_n_rmse_over_paper_sd": float(np.sqrt(np.mean((r.estimate - r.true_value) ** 2))
+                                                / np.sqrt(RandomizedResponse(epsilon=1.0).variance(n)))}
+
+
+def main() -> dict[str, float]:
+    """Run the scale benchmarks; returns named figures."""
+    return {**audit_speedups(), **large_n()}
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(), indent=2))
