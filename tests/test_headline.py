@@ -1,0 +1,142 @@
+"""The headline study: its numbers follow the closed forms, the figure is written, the scenario runs."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import math
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from privsim.analysis import headline as headline_module
+from privsim.analysis.headline import headline_study, load_headline_scenario, plot_headline
+from privsim.errors import ParameterError
+from privsim.protocols.ck_sum import CKSum
+from privsim.protocols.randomized_response import RandomizedResponse
+from privsim.protocols.secure_sum import SecureSum
+from privsim.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_doctests():
+    result = doctest.testmod(headline_module)
+    assert result.attempted > 5 and result.failed == 0
+
+
+@pytest.fixture(scope="module")
+def study():
+    return headline_study([16, 64, 256], epsilon=1.0, t=4, trials=400, seed=7)
+
+
+def test_messages_follow_the_closed_forms(study):
+    for i, n in enumerate(study["ns"]):
+        t = study["t"][i]
+        assert study["rr"]["messages"][i] == n
+        assert study["secure_sum"]["messages"][i] == SecureSum.message_count(n, t) == (t + 1) * (n - 1) + t
+        assert study["ck_sum"]["messages"][i] == CKSum.message_count(n, t)
+        assert study["bound_quarter"][i] == n * (t + 1) / 4 and study["bound_half"][i] == n * (t + 1) / 2
+        assert study["secure_sum"]["messages"][i] >= study["bound_half"][i]
+        assert study["rr"]["messages"][i] < study["bound_quarter"][i]  # t = 4: RR sits below n(t+1)/4
+
+
+def test_errors_follow_the_exact_standard_deviations(study):
+    """rmse^2 is within 5 sd of the exact variance (sd of a mean of squares from the 4th moment)."""
+    rr = RandomizedResponse(epsilon=1.0)
+    for i, n in enumerate(study["ns"]):
+        t, r = study["t"][i], study["trials"][i]
+        sd_rr = math.sqrt(rr.variance(n))
+        assert study["rr"]["rmse_theory"][i] == pytest.approx(sd_rr)
+        # RR's error is a scaled, centred binomial: its kurtosis is at most 3, so Var(err^2) <= 2 sd^4
+        assert abs(study["rr"]["rmse"][i] ** 2 - sd_rr**2) < 5 * math.sqrt(2 / r) * sd_rr**2
+        var_ss = 2 * n / (n - t)  # 2 b^2 n/(n-t), b = 1/eps = 1
+        for key in ("secure_sum", "ck_sum"):
+            assert study[key]["rmse_theory"][i] == pytest.approx(math.sqrt(var_ss))
+            k = n / (n - t)
+            mu4 = 12 * k + 3 * var_ss**2  # Gamma(k) - Gamma(k): kappa4 = 12 k, plus 3 kappa2^2
+            assert abs(study[key]["rmse"][i] ** 2 - var_ss) < 5 * math.sqrt((mu4 - var_ss**2) / r)
+    # the headline: RR grows like sqrt(n), the secure sums do not
+    assert study["rr"]["rmse"][-1] > 3 * study["rr"]["rmse"][0]
+    assert study["secure_sum"]["rmse"][-1] < 2 * study["secure_sum"]["rmse"][0]
+
+
+def test_trials_shrink_at_large_n():
+    d = headline_study([8, 64], t=1, trials=200, max_party_trials=1024, min_trials=20, include_ck=False)
+    assert d["trials"] == [128, 20] and "ck_sum" not in d
+    assert d["t"] == [1, 1]
+    assert headline_study([3], t=5, trials=30, include_ck=False)["t"] == [2]  # t capped at n - 1
+
+
+def test_bad_arguments():
+    with pytest.raises(ParameterError, match="ns must be"):
+        headline_study([])
+    with pytest.raises(ParameterError, match="ns must be"):
+        headline_study([1, 16])
+    with pytest.raises(ParameterError, match="t must be"):
+        headline_study([16], t=-1)
+
+
+def test_plot_writes_a_png(tmp_path, study):
+    path = tmp_path / "headline.png"
+    plot_headline(path, study)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_shipped_scenario():
+    path = ROOT / "scenarios" / "headline.toml"
+    raw = tomllib.loads(path.read_text())
+    assert raw["protocol"] == "headline"
+    kwargs = load_headline_scenario(path)
+    assert kwargs["ns"] == [2**k for k in range(6, 15)] and kwargs["t"] == 5 and kwargs["epsilon"] == 1.0
+    assert max(kwargs["ns"]) * min(kwargs["trials"], headline_module.MAX_PARTY_TRIALS // max(kwargs["ns"])) \
+        <= headline_module.MAX_PARTY_TRIALS
+
+
+def test_scenario_errors(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('protocol = "headline"\nns = [1]\n')
+    with pytest.raises(ParameterError, match="ns must be"):
+        load_headline_scenario(bad)
+    bad.write_text('protocol = "secure-sum"\nns = [16]\n')
+    with pytest.raises(ParameterError, match="protocol must be"):
+        load_headline_scenario(bad)
+    bad.write_text('protocol = "headline"\nns = [16]\n[params]\ndelta = 0.1\n')
+    with pytest.raises(ParameterError, match="unknown parameter"):
+        load_headline_scenario(bad)
+
+
+def test_module_fallback_command(tmp_path):
+    scenario = tmp_path / "h.toml"
+    scenario.write_text('protocol = "headline"\nns = [16, 32]\nt = 1\ntrials = 50\nseed = 3\n'
+                        '[params]\nepsilon = 2.0\n')
+    png = tmp_path / "h.png"
+    out = subprocess.run([sys.executable, "-m", "privsim.analysis.headline", str(scenario), "--plot", str(png),
+                          "--json"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["ns"] == [16, 32] and data["epsilon"] == 2.0 and data["plot"] == str(png)
+    assert png.stat().st_size > 0
+    bad = subprocess.run([sys.executable, "-m", "privsim.analysis.headline", str(tmp_path / "missing.toml")],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: scenario file")
+
+
+@pytest.mark.parametrize("name", ["secure_sum_laplace", "secure_sum_gaussian", "secure_sum_discrete",
+                                  "secure_sum_none", "ck_sum", "central_laplace"])
+def test_protocol_scenarios_load_and_run(name):
+    """Each shipped scenario is valid; a short run gives the documented messages."""
+    from privsim.scenario import make_inputs
+    from privsim.simulate import simulate
+
+    spec = load_scenario(ROOT / "scenarios" / f"{name}.toml")
+    proto = spec.build()
+    x = make_inputs(proto, spec.inputs, spec.n, spec.seed)
+    res = simulate(proto, x, trials=20, seed=spec.seed, t=spec.t, record=False)
+    text = (ROOT / "scenarios" / f"{name}.toml").read_text()
+    assert f"= {res.messages}" in text or f"= {res.messages} " in text, res.messages
+    assert np.all(np.isfinite(res.estimate))
