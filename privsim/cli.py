@@ -144,7 +144,14 @@ def run(
     scheduler: str | None = _SCHEDULER,
     workers: int | None = _WORKERS,
 ) -> None:
-    """Run a protocol R times and report its cost (messages, bits, rounds) and accuracy."""
+    """Run a protocol R times and report its cost (messages, bits, rounds) and accuracy.
+
+    A scenario with ``protocol = "headline"`` runs the headline comparison instead (error
+    and messages versus n for randomized response, secure sum and ck-sum).
+    """
+    if scenario is not None and protocol is None and _scenario_protocol(scenario) == "headline":
+        _run_headline(scenario, plot, json_out, trials=trials, seed=seed)
+        return
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
     summary, est, truth = run_spec(spec, executor=executor, scheduler=scheduler, workers=workers)
     if plot is not None:
@@ -156,6 +163,40 @@ def run(
         stdout.print(_table(f"privsim run: {summary['protocol']}",
                             [(k, v) for k, v in summary.items() if k != "params"] +
                             [(f"param {k}", v) for k, v in summary["params"].items()]))
+
+
+def _scenario_protocol(path: Path) -> str | None:
+    import tomllib
+
+    try:
+        return tomllib.loads(Path(path).read_text()).get("protocol")
+    except (OSError, tomllib.TOMLDecodeError):
+        return None  # load_scenario reports the problem
+
+
+def _run_headline(path: Path, plot: Path | None, json_out: bool, trials: int | None, seed: int | None) -> None:
+    from privsim.analysis.headline import headline_study, load_headline_scenario, plot_headline
+
+    kwargs = load_headline_scenario(path)
+    kwargs.update({k: v for k, v in (("trials", trials), ("seed", seed)) if v is not None})
+    with progress_bar(len(kwargs["ns"]), "headline: n values") as advance:
+        data = headline_study(**kwargs, progress=lambda _: advance(1))
+    if plot is not None:
+        plot_headline(str(plot), data)
+        data["plot"] = str(plot)
+    if json_out:
+        print(json.dumps(data))
+        return
+    table = Table(title="privsim run: headline comparison (rmse and messages per run)")
+    keys = [k for k in ("rr", "secure_sum", "ck_sum") if k in data]
+    for col in ["n", "trials"] + [f"{k} {m}" for k in keys for m in ("rmse", "messages")]:
+        table.add_column(col)
+    for i, nn in enumerate(data["ns"]):
+        cells = [str(nn), str(data["trials"][i])]
+        for k in keys:
+            cells += [f"{data[k]['rmse'][i]:.3f}", str(data[k]["messages"][i])]
+        table.add_row(*cells)
+    stdout.print(table)
 
 
 @app.command()

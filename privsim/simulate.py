@@ -52,11 +52,15 @@ def prepare_inputs(protocol: Protocol, inputs: Any, trials: int, n: int | None =
         inputs = protocol.default_inputs(n)
     arr = np.asarray(inputs)
     shape = protocol.input_shape()
-    try:
-        arr = arr.astype(protocol.input_dtype, casting="same_kind" if arr.dtype.kind == "f" and
-                         np.dtype(protocol.input_dtype).kind == "f" else "unsafe")
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"inputs: cannot convert to {np.dtype(protocol.input_dtype)}: {exc}") from None
+    target = np.dtype(protocol.input_dtype)
+    if arr.dtype.kind not in "biuf":
+        raise InputError(f"inputs: expected numbers (got dtype {arr.dtype})")
+    if target.kind in "iu" and arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.array_equal(arr, np.round(arr)):
+            bad = np.argwhere(~np.isfinite(arr) | (arr != np.round(arr)))[0]
+            raise InputError(f"inputs: {protocol.name} takes integer inputs; got {arr[tuple(bad)].item()!r} "
+                             f"at index {tuple(int(i) for i in bad)}")
+    arr = arr.astype(target)
     if arr.ndim == len(shape) + 1:
         if tuple(arr.shape[1:]) != tuple(shape):
             raise InputError(f"inputs: each party's input must have shape {shape} (got {arr.shape[1:]})")

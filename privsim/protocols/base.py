@@ -108,10 +108,14 @@ class Param:
                     raise ValueError
                 value = low in ("true", "1", "yes")
             elif self.type is int:
-                f = float(value)
-                if not f.is_integer():
-                    raise ValueError
-                value = int(f)
+                if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+                    value = int(value)  # exact, also above 2^53
+                elif not isinstance(value, (int, np.integer)):
+                    f = float(value)
+                    if not f.is_integer():
+                        raise ValueError
+                    value = int(f)
+                value = int(value)
             else:
                 value = self.type(value)
         except (TypeError, ValueError):
