@@ -277,7 +277,7 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
             tick(1)
         select_x, select_xp = np.concatenate(parts["x"]), np.concatenate(parts["xp"])
         del parts
-        score = protocol.audit_score(columns, members, j, n, t)
+        score = protocol.audit_score(columns, members, j, n, t, x, xp)
         event, selection = choose_event(select_x, select_xp, columns, n_select, n_estimate, score,
                                         delta=delta, confidence=confidence)
         trials_select = select_x.shape[0]

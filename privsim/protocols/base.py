@@ -263,10 +263,12 @@ class Protocol:
         return None
 
     def audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
-                    t: int) -> Callable[[np.ndarray], np.ndarray] | None:
+                    t: int, x: np.ndarray | None = None,
+                    x_prime: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray] | None:
         """Optionally, a score of the coalition's view array for the audit (higher: likelier under x).
 
-        ``columns`` names the view's columns (:meth:`privsim.View.columns`). A protocol that
+        ``columns`` names the view's columns (:meth:`privsim.View.columns`); ``x`` and
+        ``x_prime`` are the two neighbouring inputs (shape ``(n, ...)``). A protocol that
         knows which statistic carries the neighbour's input (its likelihood ratio, or the
         value a coalition would look at) returns it here; ``None`` lets the audit choose.
         Any score keeps the audit sound: it only affects its power.

@@ -48,5 +48,5 @@ class LeakyRR(RandomizedResponse):
         await ctx.end_round()
         ctx.output(flipped.total())
 
-    def audit_score(self, columns, coalition, neighbor, n, t):  # type: ignore[override]
+    def audit_score(self, columns, coalition, neighbor, n, t, x=None, x_prime=None):  # type: ignore[override]
         return None  # let the audit find the leak on its own

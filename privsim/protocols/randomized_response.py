@@ -43,7 +43,8 @@ class _RRMath(Protocol):
         return n * (0.25 - self.a ** 2) / (4 * self.a ** 2)
 
     def audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
-                    t: int) -> Callable[[np.ndarray], np.ndarray] | None:
+                    t: int, x: np.ndarray | None = None,
+                    x_prime: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray] | None:
         # The neighbour's own flipped bit is the whole of what the view says about x_j.
         name = f"msg r1 {neighbor}->{self._collector}"
         if name not in columns:

@@ -104,7 +104,8 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -133,6 +134,10 @@ NOISES = ("none", "laplace", "gaussian", "discrete-laplace")
 
 #: The sum wraps around mod q with probability at most 2^-WRAP_FAILURE_LOG2 per run.
 WRAP_FAILURE_LOG2 = 40
+
+
+#: A view column holding one message: ``msg r{round} {sender}->{receiver}`` (see privsim.View.columns).
+_MESSAGE_COLUMN = re.compile(r"msg r(?P<round>\d+) (?P<sender>\w+)->(?P<receiver>\w+)")
 
 
 def modulus_bits(q: int) -> int:
@@ -368,6 +373,49 @@ class DistributedNoiseSum(IntegerInputs):
         if not self.sees_output(coalition, n, t):
             return Privacy(0.0)  # flow-privacy lemma: the view is independent of the others' inputs
         return self.output_privacy()
+
+    def audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
+                    t: int, x: np.ndarray | None = None,
+                    x_prime: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray] | None:
+        """When the coalition holds every neighbour of party j, it sees all j sends and
+        receives, so it recovers x_j + N_j = (sum sent - sum received) mod q (j's input plus
+        its own noise share). The score is then log|v - x'_j| - log|v - x_j|: the
+        log-likelihood ratio of the spiky Gamma-difference (or Polya-difference) share,
+        up to a constant factor, near its peak. Otherwise ``None``: the audit's logistic
+        score handles what is linear in the view (the released value minus the coalition's
+        own inputs and noise).
+        """
+        if x is None or x_prime is None:
+            return None
+        schedule = self.cached_schedule(n, t)
+        if not set(schedule.neighbours(neighbor)) <= set(coalition):
+            return None
+        last = schedule.rounds if self.broadcast else schedule.rounds + 1  # the broadcast carries no share
+        sent, received = [], []
+        for i, name in enumerate(columns):
+            m = _MESSAGE_COLUMN.fullmatch(name)
+            if m is None or int(m["round"]) >= last:
+                continue
+            if m["sender"] == str(neighbor):
+                sent.append(i)
+            elif m["receiver"] == str(neighbor):
+                received.append(i)
+        q = self.modulus_for(n, t)
+        xj, xpj = float(np.asarray(x)[neighbor]), float(np.asarray(x_prime)[neighbor])
+        floor = 0.5 / self.scale  # half a fixed-point unit: |v - x| is never exactly 0 in the log
+        decode = self.decode
+
+        def score(views: np.ndarray) -> np.ndarray:
+            ints = np.rint(views).astype(np.int64) % q
+            total = np.zeros(len(views), dtype=np.int64)
+            for i in sent:
+                total = add_mod(total, ints[:, i], q)
+            for i in received:
+                total = add_mod(total, (q - ints[:, i]) % q, q)
+            v = np.asarray(decode(total, q), dtype=float)
+            return np.log(np.abs(v - xpj) + floor) - np.log(np.abs(v - xj) + floor)
+
+        return score
 
     def estimate(self, outputs: dict, n: int, t: int) -> np.ndarray:
         return np.asarray(outputs[self.output_party(n, t)], dtype=float)
