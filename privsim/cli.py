@@ -62,10 +62,15 @@ _SCHEDULER = typer.Option(None, "--scheduler", help="Dask scheduler address tcp:
 _WORKERS = typer.Option(None, "--workers", help="Worker processes for processes/dask [one per core].")
 
 
+_SCENARIO_FILE: list[str] = []  # the scenario file of the running command, named in error lines
+
+
 def _spec(scenario: Path | None, protocol: str | None, n: int | None, t: int | None,
           trials: int | None, seed: int | None, params: list[str] | None,
           inputs: str | None) -> RunSpec:
     base = load_scenario(scenario) if scenario is not None else RunSpec()
+    if scenario is not None:
+        _SCENARIO_FILE[:] = [str(scenario)]
     return base.with_overrides(protocol=protocol, n=n, t=t, trials=trials, seed=seed, inputs=inputs,
                                params=parse_params(params))
 
@@ -419,10 +424,14 @@ def list_protocols(json_out: bool = _JSON) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the CLI; user errors print one line and exit with code 2."""
+    _SCENARIO_FILE.clear()
     try:
         app(args=argv, standalone_mode=False)
     except PrivsimError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if _SCENARIO_FILE and not message.startswith(_SCENARIO_FILE[0]):
+            message = f"{_SCENARIO_FILE[0]}: {message}"
+        print(f"error: {message}", file=sys.stderr)
         sys.exit(2)
     except (typer.Exit, click.exceptions.Exit) as exc:
         sys.exit(exc.exit_code)

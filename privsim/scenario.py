@@ -61,10 +61,7 @@ class RunSpec:
         """The protocol instance, with a clear error if the protocol or a parameter is wrong."""
         if not self.protocol:
             raise ParameterError("protocol is required (--protocol NAME or protocol = \"...\" in the scenario)")
-        try:
-            return get_protocol(self.protocol, **self.params)
-        except ParameterError as exc:
-            raise ParameterError(f"{self.source + ': ' if self.source else ''}{exc}") from None
+        return get_protocol(self.protocol, **self.params)
 
 
 def load_scenario(path: str | Path) -> RunSpec:

@@ -108,3 +108,24 @@ def test_installed_command_has_no_traceback():
     p = subprocess.run([sys.executable, "-m", "privsim", "run", "--protocol", "randomized-response", "--n", "8",
                         "--trials", "2", "--param", "epsilon=-1"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("body, message", [
+    ('protocol = "randomized-response"\nn = 8\ncolour = "red"\n', "unknown key 'colour' (allowed:"),
+    ('protocol = "randomized-response"\nn = 8\ntrials = "many"\n', "key 'trials' must be int (got str)"),
+    ('protocol = "randomized-response"\nn = 0\n', "n must be >= 1 (got 0)"),
+    ('protocol = "randomized-response"\nn = 8\nt = 9\n', "t must satisfy 0 <= t < n = 8 (got 9)"),
+    ('protocol = "randomized-response"\nn = 8\n[params]\nepsilon = -1\n', "epsilon must be > 0 (got -1.0)"),
+    ('protocol = "randomized-response"\nn = 8\n[params]\nrho = 1\n', "unknown parameter 'rho' for randomized-response"),
+    ('protocol = "secure-sum"\nn = 8\n[params]\nnoise = "cauchy"\n', "noise must be one of none, laplace"),
+    ('protocol = "randomized-response"\nn = 8\ninputs = "halves"\n', "inputs: unknown spec 'halves'"),
+    ('protocol = "nope"\nn = 8\n', "unknown protocol 'nope'"),
+    ('protocol = "randomized-response"\nn = 8\n[params\n', "not valid TOML"),
+])
+def test_bad_scenarios_name_file_key_and_allowed(capsys, tmp_path, body, message):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(body)
+    code, out, err = cli(capsys, "run", bad)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: {bad}: ") and message in err
