@@ -47,7 +47,7 @@ _UsageError = typer.BadParameter.__mro__[2]
 # Options shared by the subcommands (typer needs them spelled per command).
 _SCENARIO = typer.Argument(None, help="A scenario TOML file (scenarios/*.toml); flags override its fields.",
                            show_default=False)
-_PROTOCOL = typer.Option(None, "--protocol", help=f"Protocol name: {', '.join(sorted(REGISTRY))}.")
+_PROTOCOL = typer.Option(None, "--protocol", help=f"Protocol name: {', '.join(REGISTRY.names())}.")
 _N = typer.Option(None, "--n", help="Number of parties.")
 _T = typer.Option(None, "--t", help="Coalition-size threshold t (default: the protocol's).")
 _TRIALS = typer.Option(None, "--trials", help="Number of independent runs R.")
@@ -423,7 +423,11 @@ def list_protocols(json_out: bool = _JSON) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: runs the CLI; user errors print one line and exit with code 2."""
+    """Entry point: runs the CLI; user errors print one line and exit with code 2.
+
+    Example: ``main(["run", "--protocol", "randomized-response", "--n", "100", "--json"])``
+    prints one JSON object, as ``privsim run ... --json`` does.
+    """
     _SCENARIO_FILE.clear()
     try:
         app(args=argv, standalone_mode=False)

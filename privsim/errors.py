@@ -19,19 +19,40 @@ __all__ = [
 
 
 class PrivsimError(Exception):
-    """Base class of every error privsim raises for bad input or a misbehaving protocol."""
+    """Base class of every error privsim raises for bad input or a misbehaving protocol.
+
+    >>> issubclass(ParameterError, PrivsimError)
+    True
+    """
 
 
 class ParameterError(PrivsimError, ValueError):
-    """A parameter is missing, unknown, of the wrong type or outside its allowed range."""
+    """A parameter is missing, unknown, of the wrong type or outside its allowed range.
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> RandomizedResponse(epsilon=0)
+    Traceback (most recent call last):
+    privsim.errors.ParameterError: epsilon must be > 0 (got 0.0)
+    """
 
 
 class InputError(PrivsimError, ValueError):
-    """The parties' inputs have the wrong shape or lie outside the protocol's domain."""
+    """The parties' inputs have the wrong shape or lie outside the protocol's domain.
+
+    >>> import privsim
+    >>> from privsim.protocols import RandomizedResponse
+    >>> privsim.simulate(RandomizedResponse(), [0, 2])
+    Traceback (most recent call last):
+    privsim.errors.InputError: inputs: party 1 has 2, outside the domain {0, 1}
+    """
 
 
 class ScheduleViolation(PrivsimError):
-    """A message was sent off the declared schedule, or a scheduled message was not sent."""
+    """A message was sent off the declared schedule, or a scheduled message was not sent.
+
+    The message names the round, sender and receiver. Example message:
+    ``round 1: message off the schedule (round 1, sender 0, receiver 2)``.
+    """
 
 
 class PartyFailure(PrivsimError):
@@ -39,6 +60,8 @@ class PartyFailure(PrivsimError):
 
     ``party`` and ``round`` hold them too; when several parties fail, the run reports the
     earliest round and the lowest party id, so the error does not depend on task order.
+
+    Example message: ``party 3 failed in round 2: RuntimeError: boom``.
     """
 
     def __init__(self, message: str, party: int | str | None = None, round: int | None = None) -> None:
@@ -51,12 +74,27 @@ class PartyFailure(PrivsimError):
 
 
 class DeadlockError(PrivsimError):
-    """Some parties can never finish the current round (they wait on something else)."""
+    """Some parties can never finish the current round (they wait on something else).
+
+    Example message: ``round 2: party 1 never finished the round (they wait on something
+    other than end_round)``.
+    """
 
 
 class ViewNotRecorded(PrivsimError):
-    """A coalition view was asked for that the simulation did not record."""
+    """A coalition view was asked for that the simulation did not record.
+
+    >>> import privsim
+    >>> from privsim.protocols import RandomizedResponse
+    >>> privsim.simulate(RandomizedResponse(), [0, 1], record=False).view("C")
+    Traceback (most recent call last):
+    privsim.errors.ViewNotRecorded: this run recorded no transcript (record=False)
+    """
 
 
 class ExecutorError(PrivsimError):
-    """A batch failed on a worker (or the worker died twice); the run reports no partial result."""
+    """A batch failed on a worker (or the worker died twice); the run reports no partial result.
+
+    Example message: ``batch 0: a worker process died twice; the run is incomplete and no
+    result is reported``.
+    """

@@ -82,7 +82,11 @@ class Executor:
 
 
 class LocalExecutor(Executor):
-    """Runs every batch in this process, one after the other."""
+    """Runs every batch in this process, one after the other.
+
+    >>> list(LocalExecutor().map(str, [1, 2]))
+    ['1', '2']
+    """
 
     name = "local"
 
@@ -140,6 +144,9 @@ class DaskExecutor(Executor):
     """Batches on a dask.distributed cluster: an existing one (``scheduler="tcp://HOST:PORT"``)
     or, by default, a LocalCluster on this machine (loopback only, one single-threaded
     worker process per core). Each batch is retried ``retries`` times if its worker dies.
+
+    Example: ``run_trials(protocol, x, trials=10**6, executor=DaskExecutor("tcp://10.0.0.5:8786"))``,
+    or ``privsim run ... --executor dask --scheduler tcp://10.0.0.5:8786`` on the command line.
     """
 
     name = "dask"

@@ -376,6 +376,10 @@ class RunSummary:
     """The merged outcome of a batched run: counts per run and every trial's estimate.
 
     Built by :func:`run_trials`; ``summary()`` gives the ``privsim run --json`` fields.
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> run_trials(RandomizedResponse(), [0, 1], trials=10, seed=1).summary()["messages"]
+    2
     """
 
     protocol: Protocol

@@ -231,6 +231,13 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     -------
     AuditResult
 
+    Examples
+    --------
+    >>> from privsim.protocols import RandomizedResponse
+    >>> r = audit(RandomizedResponse(epsilon=1.0), [0, 1, 0, 1], coalition="C", neighbor=1, trials=20_000, seed=3)
+    >>> r.epsilon_claimed, r.violated, "msg r1 1->C" in r.event
+    (1.0, False, True)
+
     Raises
     ------
     ParameterError

@@ -1190,7 +1190,14 @@ def choose_event(
 def result_from_counts(
     counts: EventCounts, delta: float, confidence: float, trials_select: int, selection: str
 ) -> AuditStatsResult:
-    """Turn the final (merged) counts into the reported bound, event and direction."""
+    """Turn the final (merged) counts into the reported bound, event and direction.
+
+    >>> counts = EventCounts(ThresholdEvent(0.5, ">=", column=0, name="z"))
+    >>> counts.add(np.array([[1.0]] * 70 + [[0.0]] * 30), np.array([[1.0]] * 30 + [[0.0]] * 70))
+    >>> r = result_from_counts(counts, 0.0, 0.95, 0, "column")
+    >>> r.event, 0 < r.epsilon_lower < r.epsilon_point
+    ('z >= 0.5', True)
+    """
     bound = counts.bound(delta, confidence, oriented=True)
     alpha_each = (1.0 - confidence) / 2
     p_lo = clopper_pearson(counts.hits_x, counts.trials_x, alpha_each, "lower")

@@ -35,6 +35,11 @@ class BoundsReport:
     lonely_coalitions:
         For each lonely party among 0..n-1, the coalition of its neighbours (size <= t):
         it sees everything the party sends and receives.
+
+    Examples
+    --------
+    >>> analyze_schedule(Schedule.star_to(4), t=1).to_dict()["lonely_count"]
+    4
     """
 
     n: int

@@ -211,7 +211,11 @@ def load_headline_scenario(path: str | Path) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m privsim.analysis.headline SCENARIO [--plot FILE.png] [--json]``."""
+    """``python -m privsim.analysis.headline SCENARIO [--plot FILE.png] [--json]``.
+
+    Example: ``python -m privsim.analysis.headline scenarios/headline.toml --plot headline.png``
+    (the same as ``privsim run scenarios/headline.toml --plot headline.png``).
+    """
     parser = argparse.ArgumentParser(prog="python -m privsim.analysis.headline",
                                      description="The headline comparison: error and messages versus n.")
     parser.add_argument("scenario", help="a headline scenario (scenarios/headline.toml)")

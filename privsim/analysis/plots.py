@@ -45,6 +45,13 @@ def plot_audit(path: str, views_x: np.ndarray, views_xp: np.ndarray, event: Any,
     or, for a discrete event, how often the event happens under each input.
 
     ``event`` is the audit's event object (``AuditResult.event_object``).
+
+    >>> import tempfile, os
+    >>> from privsim.analysis.audit_stats import ThresholdEvent
+    >>> f = os.path.join(tempfile.mkdtemp(), "audit.png")
+    >>> e = ThresholdEvent(0.5, ">=", column=0, name="y")
+    >>> plot_audit(f, np.array([[0.0], [1.0]]), np.array([[0.0], [0.2]]), e, "demo"); os.path.getsize(f) > 0
+    True
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4))

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import outcome
 import trio
-import trio.testing
 
 from privsim.errors import DeadlockError, ScheduleViolation
 from privsim.network.schedule import Schedule, sort_ids
@@ -214,6 +213,8 @@ class SyncNetwork:
 
     async def watchdog(self) -> None:
         """Detect parties that can never reach the barrier (all other tasks blocked)."""
+        import trio.testing
+
         while True:
             await trio.testing.wait_all_tasks_blocked()
             if not self._live:

@@ -82,6 +82,10 @@ class _Registry(Mapping):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def names(self) -> list[str]:
+        """All protocol names, without importing any protocol module (for help texts)."""
+        return sorted({*_BUILTIN, *self._classes})
+
     def add(self, cls: type[Protocol]) -> None:
         self._classes[cls.name] = cls
 

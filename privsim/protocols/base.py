@@ -151,6 +151,29 @@ class Protocol:
         The allowed input values (e.g. ``(0, 1)`` for bits), or ``None`` for any number.
     input_dtype:
         The dtype inputs are converted to.
+
+    Examples
+    --------
+    A complete protocol (every party sends its bit to the curator, who adds them up)::
+
+        class Tally(Protocol):
+            name = "tally"
+            has_curator = True
+
+            def schedule(self, n, t):
+                return Schedule.star_to(n)
+
+            async def party(self, ctx):
+                ctx.send("C", ctx.input)
+                await ctx.end_round()
+
+            async def curator(self, ctx):
+                ctx.output((await ctx.end_round()).total())
+
+            def estimate(self, outputs, n, t):
+                return outputs["C"]
+
+    See the README for one with noise and a privacy claim.
     """
 
     name: ClassVar[str] = ""
