@@ -34,7 +34,6 @@ import json
 import math
 import sys
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -181,24 +180,20 @@ def load_headline_scenario(path: str | Path) -> dict[str, Any]:
 
     >>> import tempfile, os
     >>> f = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
-    >>> _ = f.write('protocol = "headline"\\nns = [16, 32]\\nt = 2\\n[params]\\nepsilon = 0.5\\n'); f.close()
+    >>> _ = f.write('protocol = "headline"\\nns = [16, 32]\\nt = 2\\ntrials = 50\\n[params]\\nepsilon = 0.5\\n')
+    >>> f.close()
     >>> load_headline_scenario(f.name)
-    {'ns': [16, 32], 't': 2, 'trials': 200, 'seed': 0, 'epsilon': 0.5}
+    {'ns': [16, 32], 't': 2, 'trials': 50, 'seed': 0, 'epsilon': 0.5}
     >>> os.unlink(f.name)
     """
-    p = Path(path)
-    if not p.is_file():
-        raise ParameterError(f"scenario file {str(p)!r} does not exist")
-    try:
-        data = tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ParameterError(f"{p}: not valid TOML: {exc}") from None
-    allowed = {"protocol", "ns", "t", "trials", "seed", "params", "title", "description", "plot"}
-    for key in data:
-        if key not in allowed:
-            raise ParameterError(f"{p}: unknown key {key!r} (allowed: {', '.join(sorted(allowed))})")
-    if data.get("protocol") != "headline":
-        raise ParameterError(f"{p}: protocol must be \"headline\" (got {data.get('protocol')!r})")
+    from privsim.scenario import load_scenario
+
+    spec = load_scenario(path)  # unknown keys and wrong types are reported there
+    p = spec.source
+    if spec.protocol != "headline":
+        raise ParameterError(f"{p}: protocol must be \"headline\" (got {spec.protocol!r})")
+    data = {"ns": spec.extra.get("ns"), "params": spec.params, "t": spec.t, "trials": spec.trials,
+            "seed": spec.seed}
     ns = data.get("ns")
     if not isinstance(ns, list) or not ns or not all(isinstance(v, int) and v >= 2 for v in ns):
         raise ParameterError(f"{p}: ns must be a non-empty list of integers >= 2 (got {ns!r})")
@@ -206,8 +201,8 @@ def load_headline_scenario(path: str | Path) -> dict[str, Any]:
     unknown = set(params) - {"epsilon"}
     if unknown:
         raise ParameterError(f"{p}: unknown parameter {sorted(unknown)[0]!r} in [params] (allowed: epsilon)")
-    return {"ns": ns, "t": int(data.get("t", 5)), "trials": int(data.get("trials", 200)),
-            "seed": int(data.get("seed", 0)), "epsilon": float(params.get("epsilon", 1.0))}
+    return {"ns": ns, "t": 5 if data["t"] is None else int(data["t"]), "trials": int(data["trials"]),
+            "seed": int(data["seed"] or 0), "epsilon": float(params.get("epsilon", 1.0))}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
