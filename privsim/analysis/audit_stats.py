@@ -495,8 +495,14 @@ class LinearScore:
         return f"logistic score ({' '.join(terms)})"
 
 
+#: Rows per input used to fit the logistic score: more buys little for a linear score and
+#: costs sequential time in the parent while parallel workers wait.
+LOGISTIC_MAX_ROWS = 1 << 16
+
+
 def fit_logistic_score(
-    views_x: np.ndarray, views_xp: np.ndarray, columns: Sequence[str], l2: float = 1.0
+    views_x: np.ndarray, views_xp: np.ndarray, columns: Sequence[str], l2: float = 1.0,
+    max_rows: int = LOGISTIC_MAX_ROWS,
 ) -> LinearScore:
     """Fit an L2-regularized logistic regression of "x" (label 1) against "x'" (label 0).
 
@@ -509,6 +515,7 @@ def fit_logistic_score(
         views_x, views_xp: selection samples (rows x features) under x and x'.
         columns: the feature names.
         l2: ridge penalty on the standardized weights (not on the intercept).
+        max_rows: at most this many rows per input are used (an even stride through each).
 
     Returns:
         A :class:`LinearScore`.
@@ -520,6 +527,8 @@ def fit_logistic_score(
     >>> s.columns[int(np.argmax(np.abs(s.weights)))]
     'signal'
     """
+    views_x = views_x[:: max(1, -(-len(views_x) // max_rows))]
+    views_xp = views_xp[:: max(1, -(-len(views_xp) // max_rows))]
     # Standardized in place, without temporaries: the design is the only copy made.
     design = np.concatenate([views_x, views_xp])
     mean = design.mean(axis=0)
