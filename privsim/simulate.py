@@ -302,14 +302,14 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
     def rng_factory(pid: int | str) -> Any:
         return seeder.rng(pid, trials, record=recorded == "all" or (recorded is not None and pid in recorded))
 
+    # Hundreds of thousands of live contexts and tasks make the cyclic GC rescan everything
+    # again and again (2x the run time at n = 10^5); nothing cyclic needs collecting mid-run.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     ids = party_ids(n, protocol.has_curator)
     contexts = [PartyContext(pid, n, t, trials, None if pid == CURATOR else x[:, pid], net, rng_factory)
                 for pid in ids]
     net.attach(contexts)
-    # Hundreds of thousands of live tasks make the cyclic GC rescan everything again and
-    # again (2x the run time at n = 10^5); nothing cyclic needs collecting mid-run.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
     try:
         trio.run(_main, protocol, contexts, net, strict_exception_groups=True)
     except BaseExceptionGroup as group:
