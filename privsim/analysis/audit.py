@@ -143,10 +143,10 @@ class _AuditJob:
         return sample_views(self.protocol, self.inputs[which], coalition=self.members, trials=size,
                             seed=self.seeds[which], t=self.t, block_offset=offset)
 
-    def count(self, event: Any, index: int) -> tuple[int, int, int, int]:
-        counts = EventCounts(event)
-        counts.add(self.views(("x", index))[0], self.views(("xp", index))[0])
-        return counts.hits_x, counts.trials_x, counts.hits_xp, counts.trials_xp
+    def count(self, event: Any, pick: tuple[str, int]) -> tuple[str, int, int]:
+        """Hits of ``event`` in one batch under one input: ``(which, hits, trials)``."""
+        views = self.views(pick)[0]
+        return pick[0], int(np.count_nonzero(event.contains(views))), len(views)
 
 
 def plan_audit_batches(trials: int, n: int, batch_trials: int | None = None) -> list[tuple[int, int]]:
@@ -291,13 +291,15 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
         del select_x, select_xp
         # Estimation: every batch pair is simulated and counted where it runs; only counts return.
         counts = EventCounts(event)
-        for hits_x, trials_x, hits_xp, trials_xp in ex.map(partial(job.count, event),
-                                                            range(n_select, n_select + n_estimate)):
-            counts.hits_x += hits_x
-            counts.trials_x += trials_x
-            counts.hits_xp += hits_xp
-            counts.trials_xp += trials_xp
-            tick(2)
+        picks = [(w, i) for i in range(n_select, n_select + n_estimate) for w in ("x", "xp")]
+        for which, hits, size in ex.map(partial(job.count, event), picks):  # one task per batch and input
+            if which == "x":
+                counts.hits_x += hits
+                counts.trials_x += size
+            else:
+                counts.hits_xp += hits
+                counts.trials_xp += size
+            tick(1)
     finally:
         if own:
             ex.close()
