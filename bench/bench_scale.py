@@ -30,26 +30,29 @@ def _timed_audit(executor, trials: int) -> tuple[float, dict]:
     return time.perf_counter() - t0, r.to_dict()
 
 
-def audit_speedups(trials: int = 10**6, workers: int = 2) -> dict[str, float]:
+def audit_speedups(trials: int = 10**6, workers: int = 2, rounds: int = 2) -> dict[str, float]:
     """Speed-up of processes and Dask (LocalCluster) over one process on one 16-party audit
-    (secure-sum, 10^6 trials per input); the parent's event selection stays sequential."""
-    t_local, ref = _timed_audit(LocalExecutor(), trials)
-    out: dict[str, float] = {"audit_trials": trials, "audit_seconds_one_process": t_local}
-    with ProcessExecutor(workers=workers) as ex:
-        _timed_audit(ex, 40_000)  # start the pool and import privsim in every worker
-        t_proc, res = _timed_audit(ex, trials)
-    out["processes_speedup"] = t_local / t_proc
-    out["processes_identical"] = float(res == ref)
-    ex = DaskExecutor(workers=workers)
-    try:
-        _timed_audit(ex, 40_000)
-        t_dask, res = _timed_audit(ex, trials)
-    finally:
-        ex.close()
-    out["dask_speedup"] = t_local / t_dask
-    out["dask_identical"] = float(res == ref)
-    out["workers"] = workers
-    return out
+    (secure-sum, 10^6 trials per input); the parent's event selection stays sequential.
+
+    The one-process run happens while no pool or cluster is alive; each pool or cluster is
+    started and warmed up (privsim imported in every worker) outside the timing. The three
+    are interleaved ``rounds`` times and each keeps its best time, since a shared virtual
+    machine's speed drifts by tens of percent within a minute."""
+    makers = {"local": LocalExecutor, "processes": lambda: ProcessExecutor(workers=workers),
+              "dask": lambda: DaskExecutor(workers=workers)}
+    best = dict.fromkeys(makers, float("inf"))
+    results = {}
+    for _ in range(rounds):
+        for name, make in makers.items():
+            with make() as ex:
+                _timed_audit(ex, 40_000)
+                seconds, results[name] = _timed_audit(ex, trials)
+            best[name] = min(best[name], seconds)
+    return {"audit_trials": trials, "audit_seconds_one_process": best["local"],
+            "processes_speedup": best["local"] / best["processes"],
+            "processes_identical": float(results["processes"] == results["local"]),
+            "dask_speedup": best["local"] / best["dask"],
+            "dask_identical": float(results["dask"] == results["local"]), "workers": workers}
 
 
 def _burn(_: int) -> float:
