@@ -24,6 +24,19 @@ from privsim.simulate import SimulationResult, simulate
 
 __version__ = "0.1.0"
 
+
+def audit(*args, **kwargs):  # noqa: ANN002, ANN003 - a thin lazy alias
+    """Audit a coalition's view: see :func:`privsim.analysis.audit.audit` (imported on first use).
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> audit(RandomizedResponse(), [0, 1], coalition="C", neighbor=1, trials=4096, seed=1).violated
+    False
+    """
+    from privsim.analysis.audit import audit as _audit
+
+    return _audit(*args, **kwargs)
+
+
 __all__ = [
     "CURATOR",
     "DeadlockError",
@@ -41,5 +54,6 @@ __all__ = [
     "SimulationResult",
     "View",
     "ViewNotRecorded",
+    "audit",
     "simulate",
 ]

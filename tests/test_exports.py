@@ -9,7 +9,7 @@ def test_public_names():
     assert sorted(privsim.__all__) == sorted([
         "CURATOR", "DeadlockError", "Inbox", "InputError", "Param", "ParameterError", "PartyContext",
         "PartyFailure", "PrivsimError", "Privacy", "Protocol", "Schedule", "ScheduleViolation",
-        "SimulationResult", "View", "ViewNotRecorded", "simulate",
+        "SimulationResult", "View", "ViewNotRecorded", "audit", "simulate",
     ])
     for name in privsim.__all__:
         obj = getattr(privsim, name)
