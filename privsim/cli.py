@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from privsim.analysis.plots import plot_audit, plot_estimates
+from privsim.analysis.plots import plot_audit, plot_estimates, plot_series
 from privsim.errors import ParameterError, PrivsimError
 from privsim.protocols import REGISTRY
 from privsim.scenario import RunSpec, load_scenario, make_inputs, parse_params
@@ -116,8 +116,8 @@ def _table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
 
 
 def run_spec(spec: RunSpec, progress: bool = True, executor: str | None = None, scheduler: str | None = None,
-             workers: int | None = None) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
-    """Run a scenario in batches; returns the JSON summary, the estimates and the true values."""
+             workers: int | None = None) -> Any:
+    """Run a scenario in batches; returns the :class:`~privsim.simulate.RunSummary`."""
     _check_counts(spec)
     protocol = spec.build()
     inputs = make_inputs(protocol, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
@@ -130,7 +130,7 @@ def run_spec(spec: RunSpec, progress: bool = True, executor: str | None = None, 
                          executor=executor or spec.extra.get("executor"), scheduler=scheduler, workers=workers,
                          progress=lambda k: advance(max(rounds, 1) if remote else 0),
                          on_round=lambda r: advance(1))
-    return res.summary(), res.estimate, res.true_value
+    return res
 
 
 @app.command()
@@ -158,9 +158,16 @@ def run(
         _run_headline(scenario, plot, json_out, trials=trials, seed=seed)
         return
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
-    summary, est, truth = run_spec(spec, executor=executor, scheduler=scheduler, workers=workers)
+    res = run_spec(spec, executor=executor, scheduler=scheduler, workers=workers)
+    summary = res.summary()
     if plot is not None:
-        plot_estimates(str(plot), est, truth, f"{summary['protocol']}, n={summary['n']}, R={summary['trials']}")
+        title = f"{summary['protocol']}, n={summary['n']}, R={summary['trials']}"
+        if res.series_example is not None:  # a continual release: the series and its per-step error
+            theory = getattr(res.protocol, "variance", None)
+            plot_series(str(plot), *res.series_example, res.series_error_std,
+                        float(theory) ** 0.5 if isinstance(theory, (int, float)) else None, title)
+        else:
+            plot_estimates(str(plot), res.estimate, res.true_value, title)
         summary["plot"] = str(plot)
     if json_out:
         print(json.dumps(summary))

@@ -395,6 +395,11 @@ class RunSummary:
     true_value: np.ndarray
     executor: str = "local"
     batches: int = 1
+    #: Per-step error mean and standard deviation for protocols that release a series.
+    series_error_mean: np.ndarray | None = None
+    series_error_std: np.ndarray | None = None
+    #: The first trial's released series and the exact one (for plots).
+    series_example: tuple[np.ndarray, np.ndarray] | None = None
 
     def summary(self) -> dict[str, Any]:
         """The fields of the ``privsim run --json`` contract (DESIGN.md section 5), plus details."""
@@ -403,6 +408,11 @@ class RunSummary:
             "params": self.protocol.parameters, "rounds": self.rounds, "messages": self.messages, "bits": self.bits,
             "schedule_messages": self.schedule_messages, **accuracy_summary(self.estimate, self.true_value),
             "executor": self.executor, "batches": self.batches,
+            **({} if self.series_error_std is None else {
+                "series_steps": int(self.series_error_std.size),
+                "series_error_std_mean": float(np.mean(self.series_error_std)),
+                "series_error_std_max": float(np.max(self.series_error_std)),
+                "series_abs_error_mean_max": float(np.max(np.abs(self.series_error_mean)))}),
         }
 
 
@@ -419,9 +429,16 @@ class _RunJob:
         res = simulate(self.protocol, self.inputs, trials=size, seed=self.seed, t=self.t, record=False,
                        block_offset=offset, on_round=self.on_round)
         est = np.asarray(res.estimate, dtype=float)
-        return {"n": res.n, "t": res.t, "messages": res.messages, "bits": res.bits, "rounds": res.rounds,
-                "schedule_messages": res.schedule.messages, "estimate": est,
-                "true_value": np.broadcast_to(np.asarray(res.true_value, dtype=float), est.shape).copy()}
+        out = {"n": res.n, "t": res.t, "messages": res.messages, "bits": res.bits, "rounds": res.rounds,
+               "schedule_messages": res.schedule.messages, "estimate": est,
+               "true_value": np.broadcast_to(np.asarray(res.true_value, dtype=float), est.shape).copy()}
+        series = self.protocol.series(res.outputs, res.inputs)
+        if series is not None:  # streaming per-step error moments, plus one example trial
+            released, exact = series
+            err = released - exact
+            out.update(series_err_sum=err.sum(axis=0), series_err_sq=(err**2).sum(axis=0),
+                       series_example=(released[0].copy(), exact[0].copy()))
+        return out
 
 
 def run_trials(protocol: Protocol, inputs: Any = None, *, trials: int, seed: int | None = None,
@@ -461,10 +478,19 @@ def run_trials(protocol: Protocol, inputs: Any = None, *, trials: int, seed: int
         if own:
             ex.close()
     first = parts[0]
+    series: dict[str, Any] = {}
+    if "series_err_sum" in first:
+        total = float(trials)
+        mean = sum(p["series_err_sum"] for p in parts) / total
+        var = sum(p["series_err_sq"] for p in parts) / total - mean**2
+        series = {"series_error_mean": mean, "series_error_std": np.sqrt(np.maximum(var, 0) * total /
+                                                                         max(total - 1, 1)),
+                  "series_example": first["series_example"]}
     return RunSummary(
         protocol=protocol, n=first["n"], t=first["t"], trials=int(trials), seed=entropy,
         messages=first["messages"], bits=first["bits"], rounds=first["rounds"],
         schedule_messages=first["schedule_messages"],
         estimate=np.concatenate([p["estimate"] for p in parts]),
         true_value=np.concatenate([p["true_value"] for p in parts]), executor=ex.name, batches=len(plan),
+        **series,
     )

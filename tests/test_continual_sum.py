@@ -209,3 +209,19 @@ def test_audit_of_the_releases_stays_below_the_claim(level):
     res = audit(proto, proto.default_inputs(2), coalition="0", neighbor=1, trials=40_000, seed=1)
     assert res.epsilon_claimed == pytest.approx(zcdp_to_approx_dp(proto.rho_party, proto.delta))
     assert not res.violated and res.epsilon_lower > 0.3
+
+
+def test_run_trials_reports_the_per_step_error_against_the_tree_variance():
+    import math
+
+    from privsim.simulate import run_trials
+
+    proto = ContinualSum(T=32, rho=1.0)
+    trials = 4096
+    res = run_trials(proto, proto.default_inputs(6), trials=trials, seed=3, batch_trials=1024)
+    assert res.series_error_std.shape == (32,) and res.series_example[0].shape == (32,)
+    sd = math.sqrt(proto.variance)  # sqrt((h+1)(h+2)/(8 rho)) with h = 5
+    assert sd == pytest.approx(math.sqrt(6 * 7 / 8))
+    # each step's sample sd is within 5 sigma of sd (sigma of a sample sd: sd / sqrt(2(R-1)))
+    assert np.all(np.abs(res.series_error_std - sd) < 5 * sd / math.sqrt(2 * (trials - 1)))
+    assert np.all(np.abs(res.series_error_mean) < 5 * sd / math.sqrt(trials))

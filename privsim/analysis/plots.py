@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["plot_audit", "plot_estimates"]
+__all__ = ["plot_audit", "plot_estimates", "plot_series"]
 
 
 def _pyplot() -> Any:
@@ -73,6 +73,40 @@ def plot_audit(path: str, views_x: np.ndarray, views_xp: np.ndarray, event: Any,
         ax.set_ylabel(f"Pr[{event.describe()}]")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8) if values is not None else None
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_series(path: str, released: np.ndarray, exact: np.ndarray, error_std: np.ndarray,
+                theory_std: float | None, title: str) -> None:
+    """Write the picture of a continual release: one trial's error at every step (its tree
+    noise: correlated along shared prefixes), and the per-step error standard deviation
+    over all trials (against the theoretical value when the protocol states one).
+
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "series.png")
+    >>> plot_series(f, np.arange(4.0) + 0.5, np.arange(4.0), np.ones(4), 1.0, "demo"); os.path.getsize(f) > 0
+    True
+    """
+    plt = _pyplot()
+    steps = np.arange(1, len(released) + 1)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    left.plot(steps, released - exact, color="#4c72b0", lw=1, label="released - exact (trial 0)")
+    if theory_std is not None:
+        left.fill_between(steps, -2 * theory_std, 2 * theory_std, color="0.85", label="+- 2 sd (theory)")
+    left.axhline(0, color="#c44e52", lw=1)
+    left.set_xlabel("time step")
+    left.set_ylabel("error of the released running sum")
+    left.legend(fontsize=8)
+    right.plot(np.arange(1, len(error_std) + 1), error_std, color="#4c72b0", lw=1, label="measured error sd")
+    if theory_std is not None:
+        right.axhline(theory_std, color="k", ls="--", lw=1.5, label=f"theory {theory_std:.3g}")
+    right.set_xlabel("time step")
+    right.set_ylabel("error standard deviation")
+    right.set_ylim(bottom=0)
+    right.legend()
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -277,6 +277,12 @@ class Protocol:
         """The protocol's estimate per trial, from the parties' outputs."""
         raise NotImplementedError
 
+    def series(self, outputs: dict[int | str, Any], inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """For protocols that release a value at every step: ``(released, exact)``, each
+        ``(trials, steps)``; ``None`` (the default) for one-shot protocols. Used for the
+        per-step error of ``privsim run`` and its plot."""
+        return None
+
     def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
         """The privacy this protocol claims for ``coalition``'s view, or ``None`` for no claim.
 

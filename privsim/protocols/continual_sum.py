@@ -433,6 +433,10 @@ class ContinualSum(Protocol):
             await ctx.end_round()
         ctx.output(released)
 
+    def series(self, outputs: dict, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The released running sums and the exact ones, each (R, T)."""
+        return np.asarray(outputs[CURATOR], dtype=float), self.true_series(inputs)
+
     def estimate(self, outputs: dict, n: int, t: int) -> np.ndarray:
         """The final release A(T) + nu_T per trial (the whole series is ``outputs["C"]``)."""
         return np.asarray(outputs[CURATOR], dtype=float)[:, -1]
