@@ -153,9 +153,8 @@ def main() -> dict[str, object]:
         "soundness_1000": _soundness(1000),
     }
     report["seconds"] = round(time.perf_counter() - start, 1)
-    print(json.dumps(report, indent=2))
     return report
 
 
 if __name__ == "__main__":
-    main()
+    print(json.dumps(main(), indent=2))

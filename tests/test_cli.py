@@ -129,3 +129,9 @@ def test_bad_scenarios_name_file_key_and_allowed(capsys, tmp_path, body, message
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1
     assert err.startswith(f"error: {bad}: ") and message in err
+
+
+def test_bench_prints_one_json_object(capsys):
+    main(["bench", "--only", "engine", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert d["engine"]["rr_same_outputs_bit_for_bit"] == 1.0 and d["engine"]["messages_per_second"] > 0
