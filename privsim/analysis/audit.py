@@ -39,6 +39,8 @@ __all__ = ["AuditResult", "audit", "neighbouring_inputs", "plan_audit_batches", 
 
 #: Trials per audit batch (whole seeding blocks).
 AUDIT_BATCH_TRIALS = 1 << 15
+#: At most about this many trials per input choose the event (the rest estimate it).
+MAX_SELECT_TRIALS = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -264,6 +266,11 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     job = _AuditJob(protocol, {"x": x, "xp": xp}, {"x": _derived_seed(entropy, 0), "xp": _derived_seed(entropy, 1)},
                     t, members, plan_audit_batches(trials, n, batch_trials))
     n_select, n_estimate = plan_split(len(job.plan), select_fraction)
+    # Beyond about 2^17 selection trials per input the chosen event hardly improves, while
+    # the selection sample is held in memory and worked on sequentially: the rest estimates.
+    cap = max(1, -(-MAX_SELECT_TRIALS // job.plan[0][1]))
+    if n_select > cap:
+        n_select, n_estimate = cap, n_select + n_estimate - cap
     done = [0]
 
     def tick(k: int) -> None:
