@@ -99,6 +99,10 @@ class LocalExecutor(Executor):
 class ProcessExecutor(Executor):
     """A pool of worker processes on this machine (default: one per core).
 
+    Workers are spawned (fresh interpreters), so a script that uses this executor must
+    keep its top-level work under ``if __name__ == "__main__":``, as with
+    :mod:`multiprocessing`; the ``privsim`` command and ``python -m privsim`` do.
+
     >>> with ProcessExecutor(workers=2) as ex:
     ...     list(ex.map(abs, [-1, -2]))
     [1, 2]
