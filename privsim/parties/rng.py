@@ -95,11 +95,6 @@ class StreamSeeder:
                     .generate_state(4, np.uint64) for b, _, _ in self.blocks]
         return [w[party] for w in self._party_words]
 
-    def spawn_keys(self, party: int | str) -> list[tuple[int, int]]:
-        """Human-readable description of the seed of ``party``: (family, block) per block, plus slot."""
-        fam = _CURATOR_FAMILY if party == "C" else _PARTY_FAMILY
-        return [(fam, b) for b, _, _ in self.blocks]
-
     def rng(self, party: int | str, trials: int, record: bool) -> TrialRNG:
         """The :class:`TrialRNG` of ``party`` for this batch."""
         words = self.seed_words(0 if party == "C" else int(party), curator=party == "C")
