@@ -16,8 +16,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
+import tempfile
+import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -25,7 +29,7 @@ import cloudpickle
 
 from privsim.errors import ExecutorError, ParameterError, PrivsimError
 
-__all__ = ["EXECUTORS", "DaskExecutor", "Executor", "LocalExecutor", "ProcessExecutor", "get_executor"]
+__all__ = ["EXECUTORS", "Channel", "DaskExecutor", "Executor", "LocalExecutor", "ProcessExecutor", "get_executor"]
 
 #: The executor names accepted by ``--executor`` and ``executor=``.
 EXECUTORS = ("local", "processes", "dask")
@@ -44,6 +48,22 @@ def _run_blob(blob: bytes) -> bytes:
         return cloudpickle.dumps(("error", f"{type(exc).__name__}: {exc}"))
 
 
+#: Thread-count variables of the usual numerical libraries, set to 1 in our worker
+#: processes (as Dask's nannies do): one worker per core, each single-threaded.
+_ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _init_worker() -> None:
+    # Runs first in every worker process. Two workers whose BLAS calls each start a
+    # thread per core oversubscribe the machine (and OpenBLAS threads spin while they
+    # wait), slowing both: libraries loaded from now on read the variables, and those
+    # already loaded (numpy's OpenBLAS) are limited through threadpoolctl.
+    os.environ.update(_ONE_THREAD)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+
+
 def _unpack(blob: bytes, index: int, where: str) -> Any:
     from privsim import errors
 
@@ -55,6 +75,171 @@ def _unpack(blob: bytes, index: int, where: str) -> Any:
         cls = getattr(errors, name, PrivsimError)
         raise cls(message, party, round_) if cls is errors.PartyFailure else cls(message)
     raise ExecutorError(f"batch {index} failed {where}: {rest[0]}; the run is incomplete and no result is reported")
+
+
+class _Submitted(Iterator[Any]):
+    # The results of a map whose tasks were all submitted: iterate for them in order;
+    # close() gives up on the rest (tasks not yet started are cancelled).
+    def __init__(self, results: Iterator[Any], cancel: Callable[[], None]) -> None:
+        self._results, self._cancel = results, cancel
+
+    def __next__(self) -> Any:
+        return next(self._results)
+
+    def close(self) -> None:
+        self._results.close()
+        self._cancel()
+
+
+class Channel:
+    """A value the parent publishes once, which tasks already running in workers can wait for.
+
+    It lets work that does not need the value start before the value exists: an audit's
+    estimation batches are simulated while the parent is still choosing the event they
+    will count, and each batch waits for the event only to count it. Get one from
+    :meth:`Executor.channel`; tasks receive it pickled and call :meth:`get` (blocking) or
+    :meth:`ready`. The parent calls :meth:`publish` (or :meth:`abort`, after which
+    :meth:`get` raises :class:`~privsim.errors.ExecutorError`), then :meth:`close`.
+
+    >>> with LocalExecutor() as ex, ex.channel() as ch:
+    ...     results = ex.map(lambda k: ch.get() * k, [1, 2])  # lazy here: runs after publish
+    ...     ch.publish(10)
+    ...     list(results)
+    [10, 20]
+    """
+
+    _value: Any = None
+    _state = "waiting"
+
+    def publish(self, value: Any) -> None:
+        """Set the value, once; tasks waiting in :meth:`get` resume."""
+        self._value, self._state = value, "published"
+
+    def abort(self) -> None:
+        """Release waiting tasks without a value: their :meth:`get` raises."""
+        if self._state == "waiting":
+            self._state = "aborted"
+
+    def ready(self) -> bool:
+        """Whether :meth:`get` would return (or raise) at once."""
+        return self._state != "waiting"
+
+    def get(self) -> Any:
+        """The published value (blocks until there is one)."""
+        if self._state == "published":
+            return self._value
+        raise ExecutorError("the run was aborted before its tasks' shared value was published")
+
+    def close(self) -> None:
+        """Release what the channel holds (aborting it if nothing was published)."""
+        self.abort()
+
+    def __enter__(self) -> Channel:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class _FileChannel(Channel):
+    # Between this process and its worker processes: the value is a file in a private
+    # temporary directory, written atomically; workers poll for it (every 2 ms at most)
+    # and give up if their parent process is gone.
+    def __init__(self) -> None:
+        self.path = tempfile.mkdtemp(prefix="privsim-channel-")
+        self.parent = os.getpid()
+
+    def _file(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def _write(self, name: str, data: bytes) -> None:
+        tmp = self._file(name + ".tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, self._file(name))
+
+    def publish(self, value: Any) -> None:
+        self._write("value", cloudpickle.dumps(value))
+
+    def abort(self) -> None:
+        if os.path.isdir(self.path) and not self.ready():
+            self._write("abort", b"")
+
+    def ready(self) -> bool:
+        # A directory already removed (the parent closed the channel) counts as aborted.
+        files = (self._file("value"), self._file("abort"))
+        return any(os.path.exists(f) for f in files) or not os.path.isdir(self.path)
+
+    def get(self) -> Any:
+        pause = 1e-4
+        while not self.ready():
+            if os.getppid() != self.parent:
+                raise ExecutorError("the parent process is gone; abandoning the task")
+            time.sleep(pause)
+            pause = min(2 * pause, 2e-3)
+        try:
+            with open(self._file("value"), "rb") as fh:
+                return cloudpickle.loads(fh.read())
+        except FileNotFoundError:
+            return Channel.get(self)  # aborted
+
+    def close(self) -> None:
+        self.abort()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "parent": self.parent}
+
+
+class _DaskChannel(Channel):
+    # A distributed.Variable holding the value and a distributed.Event saying it is
+    # there, both on the cluster's scheduler, so they reach remote workers too.
+    def __init__(self, client: Any) -> None:
+        self.name = f"privsim-channel-{uuid.uuid4().hex}"
+        self._client = client
+
+    def _parts(self) -> tuple[Any, Any]:
+        from distributed import Event, Variable
+
+        kw = {"client": self._client} if self._client is not None else {}
+        return Variable(self.name, **kw), Event(self.name, **kw)
+
+    def _send(self, kind: str, value: Any) -> None:
+        variable, event = self._parts()
+        variable.set(cloudpickle.dumps((kind, value)))
+        event.set()
+
+    def publish(self, value: Any) -> None:
+        self._send("value", value)
+        self._state = "published"
+
+    def abort(self) -> None:
+        if self._state == "waiting":
+            self._send("abort", None)
+            self._state = "aborted"
+
+    def ready(self) -> bool:
+        return bool(self._parts()[1].is_set())
+
+    def get(self) -> Any:
+        variable, event = self._parts()
+        event.wait()
+        kind, value = cloudpickle.loads(variable.get())
+        if kind == "value":
+            return value
+        return Channel.get(self)
+
+    def close(self) -> None:
+        try:
+            self.abort()
+            variable, event = self._parts()
+            variable.delete()
+            event.clear()
+        except Exception:  # pragma: no cover - the cluster may already be gone
+            pass
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"name": self.name, "_client": None}
 
 
 class Executor:
@@ -69,8 +254,17 @@ class Executor:
     workers = 1
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
-        """Apply ``fn`` to every item; results come back in the items' order."""
+        """Apply ``fn`` to every item; results come back in the items' order.
+
+        Executors with workers submit every item at once (before the first result is
+        asked for), so two maps run side by side; the local executor runs each item
+        when its result is asked for. Closing the returned iterator (``.close()``) gives
+        up on the results not yet taken."""
         raise NotImplementedError
+
+    def channel(self) -> Channel:
+        """A :class:`Channel` through which the parent hands tasks a value later."""
+        return Channel()
 
     def close(self) -> None:
         """Release workers (a no-op for the local executor)."""
@@ -97,7 +291,9 @@ class LocalExecutor(Executor):
 
 
 class ProcessExecutor(Executor):
-    """A pool of worker processes on this machine (default: one per core).
+    """A pool of worker processes on this machine (default: one per core), each limited
+    to one thread in numerical libraries (OpenBLAS, MKL, OpenMP) so they do not
+    oversubscribe the cores.
 
     Workers are spawned (fresh interpreters), so a script that uses this executor must
     keep its top-level work under ``if __name__ == "__main__":``, as with
@@ -119,26 +315,37 @@ class ProcessExecutor(Executor):
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
             # Fresh interpreters (not forks of a parent that may hold threads and a large heap).
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_init_worker)
         return self._pool
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
         blobs = [cloudpickle.dumps((fn, item)) for item in items]
-        futures = [self._get_pool().submit(_run_blob, b) for b in blobs]
+        pool = self._get_pool()
+        futures = [pool.submit(_run_blob, b) for b in blobs]
+        return _Submitted(self._results(blobs, futures, pool), lambda: [f.cancel() for f in futures])
+
+    def _results(self, blobs: list[bytes], futures: list[Any], pool: ProcessPoolExecutor) -> Iterator[Any]:
         for index, fut in enumerate(futures):
             try:
                 blob = fut.result()
-            except BrokenProcessPool:
-                # A worker died (killed, out of memory): rebuild the pool and retry this
-                # batch once, here, before giving up on the run.
-                self.close()
+            except (BrokenProcessPool, CancelledError):
+                # A worker died (killed, out of memory), or the pool was rebuilt under
+                # another map's feet: rebuild the pool if it is still the broken one and
+                # retry this batch once, here, before giving up on the run.
+                if self._pool is pool:
+                    self.close()
+                pool = self._get_pool()
                 try:
-                    blob = self._get_pool().submit(_run_blob, blobs[index]).result()
-                except BrokenProcessPool as exc:
+                    blob = pool.submit(_run_blob, blobs[index]).result()
+                except (BrokenProcessPool, CancelledError) as exc:
                     raise ExecutorError(f"batch {index}: a worker process died twice; the run is incomplete "
                                         "and no result is reported") from exc
-                futures[index + 1:] = [self._get_pool().submit(_run_blob, b) for b in blobs[index + 1:]]
+                futures[index + 1:] = [pool.submit(_run_blob, b) for b in blobs[index + 1:]]
             yield _unpack(blob, index, "in a worker process")
+
+    def channel(self) -> Channel:
+        return _FileChannel()
 
     def close(self) -> None:
         if self._pool is not None:
@@ -188,6 +395,9 @@ class DaskExecutor(Executor):
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
         blobs = [cloudpickle.dumps((fn, item)) for item in items]
         futures = [self._client.submit(_run_blob, b, retries=self.retries, pure=False) for b in blobs]
+        return _Submitted(self._results(futures), lambda: self._cancel(futures))
+
+    def _results(self, futures: list[Any]) -> Iterator[Any]:
         for index, fut in enumerate(futures):
             try:
                 blob = fut.result()
@@ -200,6 +410,9 @@ class DaskExecutor(Executor):
             except PrivsimError:
                 self._cancel(futures)
                 raise
+
+    def channel(self) -> Channel:
+        return _DaskChannel(self._client)
 
     def _cancel(self, futures: list[Any]) -> None:
         try:

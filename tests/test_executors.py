@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from functools import partial
 
 import cloudpickle
 import numpy as np
@@ -12,7 +14,7 @@ import pytest
 from privsim import CURATOR, Schedule
 from privsim.analysis.audit import audit
 from privsim.errors import ExecutorError, PartyFailure
-from privsim.executors import DaskExecutor, ProcessExecutor, get_executor
+from privsim.executors import DaskExecutor, LocalExecutor, ProcessExecutor, get_executor
 from privsim.protocols import RandomizedResponse
 from privsim.protocols.base import Protocol
 from privsim.simulate import run_trials
@@ -97,3 +99,61 @@ def test_unknown_executor():
         get_executor("threads")
     with pytest.raises(ParameterError, match="--scheduler is only for --executor dask"):
         get_executor("processes", scheduler="tcp://127.0.0.1:1")
+
+
+def _scaled(channel, k):
+    return (channel.ready(), channel.get() * k)
+
+
+@pytest.mark.parametrize("kind", ["local", "processes", "dask"])
+def test_channel_hands_running_tasks_a_later_value(kind, dask_executor):
+    ex = {"local": LocalExecutor(), "processes": ProcessExecutor(workers=2), "dask": dask_executor}[kind]
+    try:
+        assert list(ex.map(abs, [-1, -2])) == [1, 2]  # workers started
+        with ex.channel() as ch:
+            results = ex.map(partial(_scaled, ch), [1, 2, 3])
+            time.sleep(0.5 if kind != "local" else 0)  # the first tasks are running, waiting for the value
+            assert not ch.ready()
+            ch.publish(10)
+            assert ch.ready()
+            out = list(results)
+        assert [v for _, v in out] == [10, 20, 30]
+        if kind != "local":
+            assert not out[0][0]  # the first task started before the value existed
+        with ex.channel() as ch:
+            results = ex.map(partial(_scaled, ch), [1])
+            ch.abort()
+            with pytest.raises(ExecutorError, match="aborted before"):
+                list(results)
+        assert list(ex.map(abs, [-4])) == [4]  # the executor still works
+    finally:
+        if kind == "processes":
+            ex.close()
+
+
+def _blas_threads(_):
+    import scipy.linalg  # noqa: F401  (loads scipy's own OpenBLAS too)
+    from threadpoolctl import threadpool_info
+
+    return {info["num_threads"] for info in threadpool_info()}
+
+
+def test_worker_processes_are_single_threaded():
+    with ProcessExecutor(workers=2) as ex:
+        assert list(ex.map(_blas_threads, [0])) == [{1}]
+
+
+def test_failed_event_choice_releases_waiting_workers(monkeypatch):
+    import privsim.analysis.audit as audit_module
+
+    def fails(*args, **kwargs):
+        raise ValueError("no event")
+
+    monkeypatch.setattr(audit_module, "choose_event", fails)
+    kw = {"coalition": "C", "neighbor": 3, "trials": 60_000, "seed": 4}
+    with ProcessExecutor(workers=2) as ex:
+        t0 = time.perf_counter()
+        with pytest.raises(ValueError, match="no event"):
+            audit(RandomizedResponse(epsilon=1.0), X, executor=ex, **kw)
+        assert list(ex.map(abs, [-1, -2])) == [1, 2]  # waiting tasks gave up; the pool is free
+        assert time.perf_counter() - t0 < 60

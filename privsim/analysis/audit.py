@@ -30,7 +30,7 @@ from privsim.analysis.audit_stats import (
     result_from_counts,
 )
 from privsim.errors import InputError, ParameterError
-from privsim.executors import Executor, get_executor
+from privsim.executors import Channel, Executor, get_executor
 from privsim.network.schedule import CURATOR, parse_coalition, parse_party
 from privsim.protocols.base import Protocol
 from privsim.simulate import batch_plan, prepare_inputs, resolve_seed, simulate
@@ -41,6 +41,11 @@ __all__ = ["AuditResult", "audit", "neighbouring_inputs", "plan_audit_batches", 
 AUDIT_BATCH_TRIALS = 1 << 15
 #: At most about this many trials per input choose the event (the rest estimate it).
 MAX_SELECT_TRIALS = 1 << 17
+#: While the parent chooses the event, each worker simulates up to this many estimation
+#: batches ahead (holding their views, at most :data:`PREFETCH_BYTES` of them) and
+#: counts them once the event is published.
+PREFETCH_BATCHES = 3
+PREFETCH_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -145,10 +150,36 @@ class _AuditJob:
         return sample_views(self.protocol, self.inputs[which], coalition=self.members, trials=size,
                             seed=self.seeds[which], t=self.t, block_offset=offset)
 
-    def count(self, event: Any, pick: tuple[str, int]) -> tuple[str, int, int]:
-        """Hits of ``event`` in one batch under one input: ``(which, hits, trials)``."""
-        views = self.views(pick)[0]
-        return pick[0], int(np.count_nonzero(event.contains(views))), len(views)
+    def count(self, channel: Channel, picks: tuple[tuple[str, int], ...]) -> list[tuple[str, int, int]]:
+        """Hits of the event in batches: ``(which, hits, trials)`` per pick, in order.
+
+        The event comes through ``channel``: the batches are simulated at once, and their
+        views held (up to :data:`PREFETCH_BYTES`) until the parent publishes the event."""
+        held: list[tuple[str, np.ndarray]] = []
+        out: list[tuple[str, int, int]] = []
+        for pick in picks:
+            held.append((pick[0], self.views(pick)[0]))
+            if channel.ready() or sum(v.nbytes for _, v in held) >= PREFETCH_BYTES:
+                out += _hits(channel.get(), held)
+        return out + _hits(channel.get(), held) if held else out
+
+
+def _hits(event: Any, held: list[tuple[str, np.ndarray]]) -> list[tuple[str, int, int]]:
+    out = [(which, int(np.count_nonzero(event.contains(views))), len(views)) for which, views in held]
+    held.clear()
+    return out
+
+
+def _estimation_groups(picks: list[tuple[str, int]], workers: int) -> list[tuple[tuple[str, int], ...]]:
+    """The estimation tasks: first one run of :data:`PREFETCH_BATCHES` picks per worker
+    (simulated while the event is being chosen), then one pick per task (load balance).
+
+    >>> [len(g) for g in _estimation_groups([("x", i) for i in range(10)], 2)]
+    [3, 3, 1, 1, 1, 1]
+    """
+    head = min(len(picks), PREFETCH_BATCHES * workers)
+    return ([tuple(picks[k:k + PREFETCH_BATCHES]) for k in range(0, head, PREFETCH_BATCHES)]
+            + [(pick,) for pick in picks[head:]])
 
 
 def plan_audit_batches(trials: int, n: int, batch_trials: int | None = None) -> list[tuple[int, int]]:
@@ -280,34 +311,49 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
 
     own = executor is None or isinstance(executor, str)
     ex = get_executor(executor or "local", scheduler=scheduler, workers=workers)
+    channel = ex.channel()
+    selected = estimated = iter(())
     try:
-        # Selection: the views of the first batches under x and x' (held in memory).
+        # Selection: the views of the first batches under x and x' (held in memory). The
+        # estimation batches are submitted at once too: workers simulate them while this
+        # process chooses the event, which they receive through the channel to count.
         picks = [(w, i) for i in range(n_select) for w in ("x", "xp")]
-        parts: dict[str, list[np.ndarray]] = {"x": [], "xp": []}
+        selected = ex.map(job.views, picks)
+        groups = _estimation_groups([(w, i) for i in range(n_select, n_select + n_estimate) for w in ("x", "xp")],
+                                    ex.workers)
+        estimated = ex.map(partial(job.count, channel), groups)
+        trials_select = sum(size for _, size in job.plan[:n_select])
+        select: dict[str, np.ndarray] = {}
+        rows = {"x": 0, "xp": 0}
         columns: list[str] = []
-        for (which, _), (arr, cols) in zip(picks, ex.map(job.views, picks)):
-            parts[which].append(arr)
-            columns = columns or cols
+        for (which, _), (arr, cols) in zip(picks, selected):
+            if not select:  # filled in place as batches arrive: no concatenation at the end
+                columns = cols
+                select = {w: np.empty((trials_select, arr.shape[1]), dtype=arr.dtype) for w in rows}
+            select[which][rows[which]:rows[which] + len(arr)] = arr
+            rows[which] += len(arr)
+            del arr
             tick(1)
-        select_x, select_xp = np.concatenate(parts["x"]), np.concatenate(parts["xp"])
-        del parts
         score = protocol.audit_score(columns, members, j, n, t, x, xp)
-        event, selection = choose_event(select_x, select_xp, columns, n_select, n_estimate, score,
+        event, selection = choose_event(select["x"], select["xp"], columns, n_select, n_estimate, score,
                                         delta=delta, confidence=confidence)
-        trials_select = select_x.shape[0]
-        del select_x, select_xp
+        del select
+        channel.publish(event)
         # Estimation: every batch pair is simulated and counted where it runs; only counts return.
         counts = EventCounts(event)
-        picks = [(w, i) for i in range(n_select, n_select + n_estimate) for w in ("x", "xp")]
-        for which, hits, size in ex.map(partial(job.count, event), picks):  # one task per batch and input
-            if which == "x":
-                counts.hits_x += hits
-                counts.trials_x += size
-            else:
-                counts.hits_xp += hits
-                counts.trials_xp += size
-            tick(1)
+        for group in estimated:
+            for which, hits, size in group:
+                if which == "x":
+                    counts.hits_x += hits
+                    counts.trials_x += size
+                else:
+                    counts.hits_xp += hits
+                    counts.trials_xp += size
+            tick(len(group))
     finally:
+        channel.close()
+        for results in (selected, estimated):
+            getattr(results, "close", lambda: None)()
         if own:
             ex.close()
     stats = result_from_counts(counts, delta, confidence, trials_select, selection)
