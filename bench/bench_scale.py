@@ -30,7 +30,7 @@ def _timed_audit(executor, trials: int) -> tuple[float, dict]:
     return time.perf_counter() - t0, r.to_dict()
 
 
-def audit_speedups(trials: int = 10**6, workers: int = 2, rounds: int = 2) -> dict[str, float]:
+def audit_speedups(trials: int = 10**6, workers: int = 2, rounds: int = 3) -> dict[str, float]:
     """Speed-up of processes and Dask (LocalCluster) over one process on one 16-party audit
     (secure-sum, 10^6 trials per input); the parent's event selection stays sequential.
 

@@ -314,14 +314,9 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     channel = ex.channel()
     selected = estimated = iter(())
     try:
-        # Selection: the views of the first batches under x and x' (held in memory). The
-        # estimation batches are submitted at once too: workers simulate them while this
-        # process chooses the event, which they receive through the channel to count.
+        # Selection: the views of the first batches under x and x' (held in memory).
         picks = [(w, i) for i in range(n_select) for w in ("x", "xp")]
         selected = ex.map(job.views, picks)
-        groups = _estimation_groups([(w, i) for i in range(n_select, n_select + n_estimate) for w in ("x", "xp")],
-                                    ex.workers)
-        estimated = ex.map(partial(job.count, channel), groups)
         trials_select = sum(size for _, size in job.plan[:n_select])
         select: dict[str, np.ndarray] = {}
         rows = {"x": 0, "xp": 0}
@@ -334,6 +329,12 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
             rows[which] += len(arr)
             del arr
             tick(1)
+        # The estimation batches go out now, while this process chooses the event: workers
+        # simulate them meanwhile and receive the event through the channel to count. (Not
+        # earlier: tasks waiting for the event must never hold workers the selection needs.)
+        groups = _estimation_groups([(w, i) for i in range(n_select, n_select + n_estimate) for w in ("x", "xp")],
+                                    ex.workers)
+        estimated = ex.map(partial(job.count, channel), groups)
         score = protocol.audit_score(columns, members, j, n, t, x, xp)
         event, selection = choose_event(select["x"], select["xp"], columns, n_select, n_estimate, score,
                                         delta=delta, confidence=confidence)
