@@ -5,7 +5,9 @@ the neighbour's input flipped), turns the coalition's view of each batch into an
 and hands the batches to the statistics engine (:mod:`privsim.analysis.audit_stats`):
 the first part of the batches chooses a distinguishing event, the rest estimate
 Pr[S | x] and Pr[S | x'] with one-sided Clopper–Pearson bounds. Batches stream: the
-selection sample is the only one held, then one batch per input at a time.
+selection sample is the only one held, then one batch per input at a time (on workers,
+up to :data:`PREFETCH_BATCHES` each while the event is being chosen, see
+:meth:`_AuditJob.count`).
 
 A protocol may supply a score (:meth:`~privsim.protocols.Protocol.audit_score`), e.g. its
 own likelihood ratio or the statistic a coalition would use; the bound stays sound with
@@ -250,7 +252,8 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     x_prime:
         Explicit neighbouring inputs (default: :func:`neighbouring_inputs`).
     batch_trials:
-        Trials per batch (memory: one batch per input is held at a time).
+        Trials per batch (memory: one batch per input is held at a time; a worker holds
+        up to PREFETCH_BATCHES while the event is being chosen).
     select_fraction:
         Share of the batches used to choose the event.
     progress:
