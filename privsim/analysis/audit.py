@@ -326,8 +326,8 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
         columns: list[str] = []
         for (which, _), (arr, cols) in zip(picks, selected):
             if not select:  # filled in place as batches arrive: no concatenation at the end
-                columns = cols
-                select = {w: np.empty((trials_select, arr.shape[1]), dtype=arr.dtype) for w in rows}
+                columns = cols  # (column-major, as views are: each column is copied in one run)
+                select = {w: np.empty((trials_select, arr.shape[1]), dtype=arr.dtype, order="F") for w in rows}
             select[which][rows[which]:rows[which] + len(arr)] = arr
             rows[which] += len(arr)
             del arr
