@@ -20,6 +20,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -141,6 +142,19 @@ class Channel:
         self.close()
 
 
+#: Values received through channels in this (worker) process, newest last: a worker
+#: running many tasks of one run fetches the value once. Keyed by channel; a few kept.
+_RECEIVED: OrderedDict[str, Any] = OrderedDict()
+_RECEIVED_KEEP = 4
+
+
+def _remember(key: str, value: Any) -> Any:
+    _RECEIVED[key] = value
+    while len(_RECEIVED) > _RECEIVED_KEEP:
+        _RECEIVED.popitem(last=False)
+    return value
+
+
 class _FileChannel(Channel):
     # Between this process and its worker processes: the value is a file in a private
     # temporary directory, written atomically; workers poll for it (every 2 ms at most)
@@ -148,6 +162,7 @@ class _FileChannel(Channel):
     def __init__(self) -> None:
         self.path = tempfile.mkdtemp(prefix="privsim-channel-")
         self.parent = os.getpid()
+        self.key = uuid.uuid4().hex  # (a path may be reused once removed; the key is not)
 
     def _file(self, name: str) -> str:
         return os.path.join(self.path, name)
@@ -167,10 +182,14 @@ class _FileChannel(Channel):
 
     def ready(self) -> bool:
         # A directory already removed (the parent closed the channel) counts as aborted.
+        if self.key in _RECEIVED:
+            return True
         files = (self._file("value"), self._file("abort"))
         return any(os.path.exists(f) for f in files) or not os.path.isdir(self.path)
 
     def get(self) -> Any:
+        if self.key in _RECEIVED:
+            return _RECEIVED[self.key]
         pause = 1e-4
         while not self.ready():
             if os.getppid() != self.parent:
@@ -179,7 +198,7 @@ class _FileChannel(Channel):
             pause = min(2 * pause, 2e-3)
         try:
             with open(self._file("value"), "rb") as fh:
-                return cloudpickle.loads(fh.read())
+                return _remember(self.key, cloudpickle.loads(fh.read()))
         except FileNotFoundError:
             return Channel.get(self)  # aborted
 
@@ -188,7 +207,7 @@ class _FileChannel(Channel):
         shutil.rmtree(self.path, ignore_errors=True)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "parent": self.parent}
+        return {"path": self.path, "parent": self.parent, "key": self.key}
 
 
 class _DaskChannel(Channel):
@@ -219,14 +238,16 @@ class _DaskChannel(Channel):
             self._state = "aborted"
 
     def ready(self) -> bool:
-        return bool(self._parts()[1].is_set())
+        return self.name in _RECEIVED or bool(self._parts()[1].is_set())
 
     def get(self) -> Any:
+        if self.name in _RECEIVED:
+            return _RECEIVED[self.name]
         variable, event = self._parts()
         event.wait()
         kind, value = cloudpickle.loads(variable.get())
         if kind == "value":
-            return value
+            return _remember(self.name, value)
         return Channel.get(self)
 
     def close(self) -> None:

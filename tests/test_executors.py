@@ -157,3 +157,44 @@ def test_failed_event_choice_releases_waiting_workers(monkeypatch):
             audit(RandomizedResponse(epsilon=1.0), X, executor=ex, **kw)
         assert list(ex.map(abs, [-1, -2])) == [1, 2]  # waiting tasks gave up; the pool is free
         assert time.perf_counter() - t0 < 60
+
+
+def test_a_worker_fetches_a_channel_value_once():
+    from privsim.executors import _FileChannel
+
+    ch = _FileChannel()
+    try:
+        ch.publish({"event": 1})
+        twin = cloudpickle.loads(cloudpickle.dumps(ch))  # as a task receives it
+        assert twin.get() == {"event": 1}
+        os.remove(os.path.join(ch.path, "value"))  # a second task of the run does not read the file again
+        assert twin.ready() and cloudpickle.loads(cloudpickle.dumps(ch)).get() == {"event": 1}
+    finally:
+        ch.close()
+    fresh = _FileChannel()  # another run's channel is not confused with it
+    fresh.close()
+    with pytest.raises(ExecutorError, match="aborted before"):
+        cloudpickle.loads(cloudpickle.dumps(fresh)).get()
+
+
+def _blas_thread_counts():
+    from threadpoolctl import threadpool_info
+
+    return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+
+def test_audit_chooses_and_counts_with_one_blas_thread(monkeypatch):
+    import privsim.analysis.audit as audit_module
+
+    seen = []
+    choose = audit_module.choose_event
+
+    def recording(*args, **kwargs):
+        seen.append(_blas_thread_counts())
+        return choose(*args, **kwargs)
+
+    monkeypatch.setattr(audit_module, "choose_event", recording)
+    before = _blas_thread_counts()
+    audit(RandomizedResponse(epsilon=1.0), X, coalition="C", neighbor=3, trials=20_000, seed=4)
+    assert seen == [{1}]
+    assert _blas_thread_counts() == before  # restored afterwards
