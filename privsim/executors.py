@@ -344,9 +344,9 @@ class ProcessExecutor(Executor):
         blobs = [cloudpickle.dumps((fn, item)) for item in items]
         pool = self._get_pool()
         futures = [pool.submit(_run_blob, b) for b in blobs]
-        return _Submitted(self._results(blobs, futures, pool), lambda: [f.cancel() for f in futures])
+        return _Submitted(self._results(blobs, futures, pool), lambda: [f.cancel() for f in futures if f is not None])
 
-    def _results(self, blobs: list[bytes], futures: list[Any], pool: ProcessPoolExecutor) -> Iterator[Any]:
+    def _results(self, blobs: list[bytes | None], futures: list[Any], pool: ProcessPoolExecutor) -> Iterator[Any]:
         for index, fut in enumerate(futures):
             try:
                 blob = fut.result()
@@ -363,6 +363,7 @@ class ProcessExecutor(Executor):
                     raise ExecutorError(f"batch {index}: a worker process died twice; the run is incomplete "
                                         "and no result is reported") from exc
                 futures[index + 1:] = [pool.submit(_run_blob, b) for b in blobs[index + 1:]]
+            futures[index] = blobs[index] = fut = None  # a result taken is not held twice
             yield _unpack(blob, index, "in a worker process")
 
     def channel(self) -> Channel:
@@ -440,6 +441,7 @@ class DaskExecutor(Executor):
                 self._cancel(futures)
                 raise ExecutorError(f"batch {index} failed on the dask cluster: {type(exc).__name__}: {exc}; "
                                     "the run is incomplete and no result is reported") from None
+            futures[index] = fut = None  # released: the worker frees the result
             try:
                 yield _unpack(blob, index, "on the dask cluster")
             except PrivsimError:
@@ -451,7 +453,7 @@ class DaskExecutor(Executor):
 
     def _cancel(self, futures: list[Any]) -> None:
         try:
-            self._client.cancel(futures)
+            self._client.cancel([f for f in futures if f is not None])
         except Exception:  # pragma: no cover - best effort
             pass
 
