@@ -36,17 +36,23 @@ __all__ = ["EXECUTORS", "Channel", "DaskExecutor", "Executor", "LocalExecutor", 
 EXECUTORS = ("local", "processes", "dask")
 
 
-def _run_blob(blob: bytes) -> bytes:
+def _run_task(blob: bytes) -> tuple[Any, ...]:
     # Runs in the worker. Errors come back as plain data: a privsim error keeps its class
     # and message (and a party failure its party and round); tracebacks stay in the worker.
     fn, item = cloudpickle.loads(blob)
     try:
-        return cloudpickle.dumps(("ok", fn(item)))
+        return ("ok", fn(item))
     except PrivsimError as exc:
-        return cloudpickle.dumps(("privsim", type(exc).__name__, str(exc), getattr(exc, "party", None),
-                                  getattr(exc, "round", None)))
+        return ("privsim", type(exc).__name__, str(exc), getattr(exc, "party", None), getattr(exc, "round", None))
     except Exception as exc:
-        return cloudpickle.dumps(("error", f"{type(exc).__name__}: {exc}"))
+        return ("error", f"{type(exc).__name__}: {exc}")
+
+
+def _run_blob(blob: bytes) -> bytes:
+    # The same, its result pickled by cloudpickle (a process pool pickles with plain pickle,
+    # which refuses classes defined in a script). Dask serializes _run_task's results
+    # itself: arrays go out of band, without the copies a blob costs.
+    return cloudpickle.dumps(_run_task(blob))
 
 
 #: Thread-count variables of the usual numerical libraries, set to 1 in our worker
@@ -65,10 +71,10 @@ def _init_worker() -> None:
     threadpool_limits(1)
 
 
-def _unpack(blob: bytes, index: int, where: str) -> Any:
+def _unpack(result: tuple[Any, ...], index: int, where: str) -> Any:
     from privsim import errors
 
-    kind, *rest = cloudpickle.loads(blob)
+    kind, *rest = result
     if kind == "ok":
         return rest[0]
     if kind == "privsim":
@@ -125,8 +131,13 @@ class Channel:
         """Whether :meth:`get` would return (or raise) at once."""
         return self._state != "waiting"
 
-    def get(self) -> Any:
-        """The published value (blocks until there is one)."""
+    def get(self, secede: bool = False) -> Any:
+        """The published value (blocks until there is one).
+
+        With ``secede=True`` a task that has to wait first leaves its worker's thread slot
+        to other tasks (on Dask: :func:`distributed.secede`; a process pool runs tasks in
+        submission order, so there is nothing to leave). A task submitted ahead of work
+        the value depends on must wait this way, or it could hold the slot that work needs."""
         if self._state == "published":
             return self._value
         raise ExecutorError("the run was aborted before its tasks' shared value was published")
@@ -187,7 +198,7 @@ class _FileChannel(Channel):
         files = (self._file("value"), self._file("abort"))
         return any(os.path.exists(f) for f in files) or not os.path.isdir(self.path)
 
-    def get(self) -> Any:
+    def get(self, secede: bool = False) -> Any:
         if self.key in _RECEIVED:
             return _RECEIVED[self.key]
         pause = 1e-4
@@ -240,10 +251,17 @@ class _DaskChannel(Channel):
     def ready(self) -> bool:
         return self.name in _RECEIVED or bool(self._parts()[1].is_set())
 
-    def get(self) -> Any:
+    def get(self, secede: bool = False) -> Any:
         if self.name in _RECEIVED:
             return _RECEIVED[self.name]
         variable, event = self._parts()
+        if secede and not event.is_set():
+            from distributed import secede as leave_slot
+
+            try:
+                leave_slot()
+            except ValueError:  # not in a worker's task
+                pass
         event.wait()
         kind, value = cloudpickle.loads(variable.get())
         if kind == "value":
@@ -364,7 +382,7 @@ class ProcessExecutor(Executor):
                                         "and no result is reported") from exc
                 futures[index + 1:] = [pool.submit(_run_blob, b) for b in blobs[index + 1:]]
             futures[index] = blobs[index] = fut = None  # a result taken is not held twice
-            yield _unpack(blob, index, "in a worker process")
+            yield _unpack(cloudpickle.loads(blob), index, "in a worker process")
 
     def channel(self) -> Channel:
         return _FileChannel()
@@ -430,20 +448,20 @@ class DaskExecutor(Executor):
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
         blobs = [cloudpickle.dumps((fn, item)) for item in items]
-        futures = [self._client.submit(_run_blob, b, retries=self.retries, pure=False) for b in blobs]
+        futures = [self._client.submit(_run_task, b, retries=self.retries, pure=False) for b in blobs]
         return _Submitted(self._results(futures), lambda: self._cancel(futures))
 
     def _results(self, futures: list[Any]) -> Iterator[Any]:
         for index, fut in enumerate(futures):
             try:
-                blob = fut.result()
+                result = fut.result()
             except Exception as exc:  # the worker died `retries + 1` times (KilledWorker) or was lost
                 self._cancel(futures)
                 raise ExecutorError(f"batch {index} failed on the dask cluster: {type(exc).__name__}: {exc}; "
                                     "the run is incomplete and no result is reported") from None
             futures[index] = fut = None  # released: the worker frees the result
             try:
-                yield _unpack(blob, index, "on the dask cluster")
+                yield _unpack(result, index, "on the dask cluster")
             except PrivsimError:
                 self._cancel(futures)
                 raise

@@ -198,3 +198,24 @@ def test_audit_chooses_and_counts_with_one_blas_thread(monkeypatch):
     audit(RandomizedResponse(epsilon=1.0), X, coalition="C", neighbor=3, trials=20_000, seed=4)
     assert seen == [{1}]
     assert _blas_thread_counts() == before  # restored afterwards
+
+
+def _waits(channel, k):
+    return channel.get(secede=True) * k
+
+
+def test_dask_tasks_waiting_aside_leave_their_slots(dask_executor):
+    # Both single-threaded workers run a task waiting for the channel's value; a task
+    # submitted after them still runs (the audit relies on this: its first estimation tasks
+    # are submitted before the selection batches the event depends on are all done).
+    from concurrent.futures import ThreadPoolExecutor
+
+    with dask_executor.channel() as ch, ThreadPoolExecutor(1) as pool:
+        waiting = dask_executor.map(partial(_waits, ch), [1, 2])
+        time.sleep(1.0)
+        other = dask_executor.map(abs, [-5])
+        try:
+            assert pool.submit(next, other).result(timeout=60) == 5
+        finally:
+            ch.publish(10)
+        assert list(waiting) == [10, 20]

@@ -16,6 +16,7 @@ any score, since the event is fixed before the estimation batches are drawn.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -153,18 +154,21 @@ class _AuditJob:
         return sample_views(self.protocol, self.inputs[which], coalition=self.members, trials=size,
                             seed=self.seeds[which], t=self.t, block_offset=offset)
 
-    def count(self, channel: Channel, picks: tuple[tuple[str, int], ...]) -> list[tuple[str, int, int]]:
+    def count(self, channel: Channel, picks: tuple[tuple[str, int], ...], ahead: bool = False
+              ) -> list[tuple[str, int, int]]:
         """Hits of the event in batches: ``(which, hits, trials)`` per pick, in order.
 
         The event comes through ``channel``: the batches are simulated at once, and their
-        views held (up to :data:`PREFETCH_BYTES`) until the parent publishes the event."""
+        views held (up to :data:`PREFETCH_BYTES`) until the parent publishes the event.
+        ``ahead``: this task was submitted before the selection batches were all in, so
+        it waits for the event outside its worker's slot (see :meth:`Channel.get`)."""
         held: list[tuple[str, np.ndarray]] = []
         out: list[tuple[str, int, int]] = []
         for pick in picks:
             held.append((pick[0], self.views(pick)[0]))
             if channel.ready() or sum(v.nbytes for _, v in held) >= PREFETCH_BYTES:
-                out += _hits(channel.get(), held)
-        return out + _hits(channel.get(), held) if held else out
+                out += _hits(channel.get(secede=ahead), held)
+        return out + _hits(channel.get(secede=ahead), held) if held else out
 
 
 def _hits(event: Any, held: list[tuple[str, np.ndarray]]) -> list[tuple[str, int, int]]:
@@ -173,16 +177,22 @@ def _hits(event: Any, held: list[tuple[str, np.ndarray]]) -> list[tuple[str, int
     return out
 
 
-def _estimation_groups(picks: list[tuple[str, int]], workers: int) -> list[tuple[tuple[str, int], ...]]:
-    """The estimation tasks: first one run of :data:`PREFETCH_BATCHES` picks per worker
-    (simulated while the event is being chosen), then one pick per task (load balance).
+def _estimation_groups(picks: list[tuple[str, int]], workers: int
+                       ) -> tuple[list[tuple[tuple[str, int], ...]], list[tuple[tuple[str, int], ...]]]:
+    """The estimation tasks, in two lists. First, one run of :data:`PREFETCH_BATCHES`
+    picks per worker, submitted right behind the selection batches: each worker starts
+    one as soon as it is done with selection, and it covers the time the parent takes
+    to receive the selection sample and choose the event. Then the rest, two picks per
+    task (half the tasks to schedule) but for the last two per worker (load balance).
 
-    >>> [len(g) for g in _estimation_groups([("x", i) for i in range(16)], 2)]
-    [6, 6, 1, 1, 1, 1]
+    >>> ahead, rest = _estimation_groups([("x", i) for i in range(20)], 2)
+    >>> [len(g) for g in ahead], [len(g) for g in rest]
+    ([6, 6], [2, 2, 1, 1, 1, 1])
     """
     head = min(len(picks), PREFETCH_BATCHES * workers)
-    return ([tuple(picks[k:k + PREFETCH_BATCHES]) for k in range(0, head, PREFETCH_BATCHES)]
-            + [(pick,) for pick in picks[head:]])
+    tail = max(head, len(picks) - 2 * workers)
+    return ([tuple(picks[k:k + PREFETCH_BATCHES]) for k in range(0, head, PREFETCH_BATCHES)],
+            [tuple(picks[k:k + 2]) for k in range(head, tail, 2)] + [(pick,) for pick in picks[tail:]])
 
 
 def plan_audit_batches(trials: int, n: int, batch_trials: int | None = None) -> list[tuple[int, int]]:
@@ -320,11 +330,17 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
         own = executor is None or isinstance(executor, str)
         ex = get_executor(executor or "local", scheduler=scheduler, workers=workers)
         channel = ex.channel()
-        selected = estimated = iter(())
+        selected = prefetched = estimated = iter(())
         try:
             # Selection: the views of the first batches under x and x' (held in memory).
             picks = [(w, i) for i in range(n_select) for w in ("x", "xp")]
             selected = ex.map(job.views, picks)
+            # Right behind them, one run of estimation batches per worker: simulated while
+            # this process receives the selection sample and chooses the event, which the
+            # workers then receive through the channel to count.
+            ahead, rest = _estimation_groups([(w, i) for i in range(n_select, n_select + n_estimate)
+                                              for w in ("x", "xp")], ex.workers)
+            prefetched = ex.map(partial(job.count, channel, ahead=True), ahead)
             trials_select = sum(size for _, size in job.plan[:n_select])
             select: dict[str, np.ndarray] = {}
             rows = {"x": 0, "xp": 0}
@@ -337,12 +353,9 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
                 rows[which] += len(arr)
                 del arr
                 tick(1)
-            # The estimation batches go out now, while this process chooses the event: workers
-            # simulate them meanwhile and receive the event through the channel to count. (Not
-            # earlier: tasks waiting for the event must never hold workers the selection needs.)
-            groups = _estimation_groups([(w, i) for i in range(n_select, n_select + n_estimate) for w in ("x", "xp")],
-                                        ex.workers)
-            estimated = ex.map(partial(job.count, channel), groups)
+            # The other estimation batches go out now (not earlier: a task waiting for the
+            # event must never hold a worker that selection batches still need).
+            estimated = ex.map(partial(job.count, channel), rest)
             score = protocol.audit_score(columns, members, j, n, t, x, xp)
             event, selection = choose_event(select["x"], select["xp"], columns, n_select, n_estimate, score,
                                             delta=delta, confidence=confidence)
@@ -350,7 +363,7 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
             channel.publish(event)
             # Estimation: every batch pair is simulated and counted where it runs; only counts return.
             counts = EventCounts(event)
-            for group in estimated:
+            for group in itertools.chain(prefetched, estimated):
                 for which, hits, size in group:
                     if which == "x":
                         counts.hits_x += hits
@@ -361,7 +374,7 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
                 tick(len(group))
         finally:
             channel.close()
-            for results in (selected, estimated):
+            for results in (selected, prefetched, estimated):
                 getattr(results, "close", lambda: None)()
             if own:
                 ex.close()
