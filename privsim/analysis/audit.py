@@ -45,8 +45,9 @@ __all__ = ["AuditResult", "audit", "neighbouring_inputs", "plan_audit_batches", 
 AUDIT_BATCH_TRIALS = 1 << 15
 #: At most about this many trials per input choose the event (the rest estimate it).
 MAX_SELECT_TRIALS = 1 << 17
-#: While the parent chooses the event, each worker simulates up to this many estimation
-#: batches ahead (holding their views, at most :data:`PREFETCH_BYTES` of them) and
+#: While the parent receives the selection sample and chooses the event (about 1 s at
+#: 10^6 trials), each worker simulates up to this many estimation batches ahead (holding
+#: their views, at most :data:`PREFETCH_BYTES` of them: 110 MiB for 16 parties) and
 #: counts them once the event is published.
 PREFETCH_BATCHES = 6
 PREFETCH_BYTES = 256 << 20
