@@ -219,3 +219,43 @@ def test_dask_tasks_waiting_aside_leave_their_slots(dask_executor):
         finally:
             ch.publish(10)
         assert list(waiting) == [10, 20]
+
+
+class DiesOnce(RandomizedResponse):
+    """Randomized response whose ``die_at``-th batch run in a worker process kills its process."""
+
+    marker = ""
+    die_at = 0
+
+    async def party(self, ctx):
+        if os.getpid() != PARENT and ctx.id == 0:
+            k = 0
+            while True:  # count this batch run: the first free k
+                try:
+                    os.close(os.open(f"{self.marker}-{k}", os.O_CREAT | os.O_EXCL))
+                    break
+                except FileExistsError:
+                    k += 1
+            if k == self.die_at:
+                os._exit(3)
+        await super().party(ctx)
+
+
+@pytest.mark.parametrize("die_at", [0, 8])
+@pytest.mark.parametrize("kind", ["processes", "dask"])
+def test_audit_survives_a_worker_death(kind, die_at, dask_executor, tmp_path):
+    # The death hits a selection batch (the first run) or an estimation batch run ahead,
+    # while the parent is choosing the event (the ninth: 4 selection batches come first):
+    # the batch is retried and the audit ends with the one-process result, without hanging.
+    kw = {"coalition": "C", "neighbor": 3, "trials": 60_000, "seed": 4}
+    ref = audit(RandomizedResponse(epsilon=1.0), X, **kw).to_dict()
+    proto = DiesOnce(epsilon=1.0)
+    proto.marker, proto.die_at = str(tmp_path / "run"), die_at
+    ex = ProcessExecutor(workers=2) if kind == "processes" else dask_executor
+    try:
+        got = audit(proto, X, executor=ex, **kw).to_dict()
+    finally:
+        if kind == "processes":
+            ex.close()
+    assert os.path.exists(f"{proto.marker}-{die_at + 1}")  # the worker died, and runs went on
+    assert {k: v for k, v in got.items() if k != "protocol"} == {k: v for k, v in ref.items() if k != "protocol"}
