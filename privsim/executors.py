@@ -159,14 +159,33 @@ _RECEIVED: OrderedDict[str, Any] = OrderedDict()
 _RECEIVED_KEEP = 4
 
 
-def _remember(key: str, value: Any) -> Any:
-    _RECEIVED[key] = value
-    while len(_RECEIVED) > _RECEIVED_KEEP:
-        _RECEIVED.popitem(last=False)
-    return value
+class _RemoteChannel(Channel):
+    # A channel whose value travels to other processes: each process fetches it once
+    # (then keeps it in _RECEIVED under the channel's unique key).
+    key: str
+
+    def _arrived(self) -> bool:
+        raise NotImplementedError
+
+    def _fetch(self, secede: bool) -> tuple[str, Any]:
+        # Wait for the value: ("value", value), or ("abort", None).
+        raise NotImplementedError
+
+    def ready(self) -> bool:
+        return self.key in _RECEIVED or self._arrived()
+
+    def get(self, secede: bool = False) -> Any:
+        if self.key not in _RECEIVED:
+            kind, value = self._fetch(secede)
+            if kind != "value":
+                return Channel.get(self)  # aborted: raises
+            _RECEIVED[self.key] = value
+            while len(_RECEIVED) > _RECEIVED_KEEP:
+                _RECEIVED.popitem(last=False)
+        return _RECEIVED[self.key]
 
 
-class _FileChannel(Channel):
+class _FileChannel(_RemoteChannel):
     # Between this process and its worker processes: the value is a file in a private
     # temporary directory, written atomically; workers poll for it (every 2 ms at most)
     # and give up if their parent process is gone.
@@ -191,27 +210,23 @@ class _FileChannel(Channel):
         if os.path.isdir(self.path) and not self.ready():
             self._write("abort", b"")
 
-    def ready(self) -> bool:
+    def _arrived(self) -> bool:
         # A directory already removed (the parent closed the channel) counts as aborted.
-        if self.key in _RECEIVED:
-            return True
         files = (self._file("value"), self._file("abort"))
         return any(os.path.exists(f) for f in files) or not os.path.isdir(self.path)
 
-    def get(self, secede: bool = False) -> Any:
-        if self.key in _RECEIVED:
-            return _RECEIVED[self.key]
+    def _fetch(self, secede: bool) -> tuple[str, Any]:
         pause = 1e-4
-        while not self.ready():
+        while not self._arrived():
             if os.getppid() != self.parent:
                 raise ExecutorError("the parent process is gone; abandoning the task")
             time.sleep(pause)
             pause = min(2 * pause, 2e-3)
         try:
             with open(self._file("value"), "rb") as fh:
-                return _remember(self.key, cloudpickle.loads(fh.read()))
+                return "value", cloudpickle.loads(fh.read())
         except FileNotFoundError:
-            return Channel.get(self)  # aborted
+            return "abort", None
 
     def close(self) -> None:
         self.abort()
@@ -221,18 +236,18 @@ class _FileChannel(Channel):
         return {"path": self.path, "parent": self.parent, "key": self.key}
 
 
-class _DaskChannel(Channel):
+class _DaskChannel(_RemoteChannel):
     # A distributed.Variable holding the value and a distributed.Event saying it is
     # there, both on the cluster's scheduler, so they reach remote workers too.
     def __init__(self, client: Any) -> None:
-        self.name = f"privsim-channel-{uuid.uuid4().hex}"
+        self.key = f"privsim-channel-{uuid.uuid4().hex}"
         self._client = client
 
     def _parts(self) -> tuple[Any, Any]:
         from distributed import Event, Variable
 
         kw = {"client": self._client} if self._client is not None else {}
-        return Variable(self.name, **kw), Event(self.name, **kw)
+        return Variable(self.key, **kw), Event(self.key, **kw)
 
     def _send(self, kind: str, value: Any) -> None:
         variable, event = self._parts()
@@ -248,12 +263,10 @@ class _DaskChannel(Channel):
             self._send("abort", None)
             self._state = "aborted"
 
-    def ready(self) -> bool:
-        return self.name in _RECEIVED or bool(self._parts()[1].is_set())
+    def _arrived(self) -> bool:
+        return bool(self._parts()[1].is_set())
 
-    def get(self, secede: bool = False) -> Any:
-        if self.name in _RECEIVED:
-            return _RECEIVED[self.name]
+    def _fetch(self, secede: bool) -> tuple[str, Any]:
         variable, event = self._parts()
         if secede and not event.is_set():
             from distributed import secede as leave_slot
@@ -263,10 +276,7 @@ class _DaskChannel(Channel):
             except ValueError:  # not in a worker's task
                 pass
         event.wait()
-        kind, value = cloudpickle.loads(variable.get())
-        if kind == "value":
-            return _remember(self.name, value)
-        return Channel.get(self)
+        return cloudpickle.loads(variable.get())
 
     def close(self) -> None:
         try:
@@ -278,7 +288,7 @@ class _DaskChannel(Channel):
             pass
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"name": self.name, "_client": None}
+        return {"key": self.key, "_client": None}
 
 
 class Executor:
