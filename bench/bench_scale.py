@@ -16,7 +16,7 @@ import tracemalloc
 import numpy as np
 
 from privsim.analysis.audit import audit
-from privsim.executors import DaskExecutor, LocalExecutor, ProcessExecutor
+from privsim.executors import DaskExecutor, ProcessExecutor
 from privsim.protocols import RandomizedResponse, get_protocol
 from privsim.simulate import run_trials
 
@@ -48,41 +48,61 @@ def _ceiling(pool: ProcessExecutor) -> float:
     return one / (time.perf_counter() - t0)
 
 
+def _warm_trials() -> int:
+    # The smallest audit whose batches are as large as the timed one's (every worker then
+    # holds arrays of the timed audit's sizes before the timing: its heap is grown).
+    from privsim.analysis.audit import AUDIT_BATCH_TRIALS
+    return 10 * AUDIT_BATCH_TRIALS
+
+
 def audit_speedups(trials: int = 10**6, workers: int = 2, rounds: int = 5) -> dict[str, float]:
     """Speed-up of processes and Dask (LocalCluster) over one process on one 16-party audit
     (secure-sum, 10^6 trials per input), next to what this machine gives perfectly parallel work.
 
-    The one-process run happens while no pool or cluster is alive; each pool or cluster is
-    started and warmed up (privsim imported in every worker) outside the timing. The three
-    are interleaved ``rounds`` times (in a rotating order), since a shared virtual
-    machine's speed drifts by tens of percent within a minute; each round also measures
-    the speed-up of perfectly parallel numpy work on the pool (the ceiling). Reported: the
-    median over rounds of the one-process time over the executor's time in the same round
+    A shared virtual machine's speed drifts by tens of percent within a minute, so every
+    executor run is bracketed by one-process runs: the sequence is ``L P L D L P L D ... L``
+    (``rounds`` runs of each executor), and each executor run is compared with the
+    geometric mean of the one-process runs just before and after it, which cancels a
+    drift that is linear over the bracket. The one-process runs happen while no pool or
+    cluster is alive; each pool or cluster is started and warmed up (privsim imported,
+    and an audit with batches of the timed audit's size run) outside the timing, as the
+    one process is once at the start. Each processes run also measures the speed-up of
+    perfectly parallel numpy work on the pool (the ceiling). Reported: the median over
+    runs of the bracketing one-process time over the executor's time
     (``*_speedup_median``, the steady figure), the best time of each over the best
     one-process time (``*_speedup``), the median ceiling (``embarrassingly_parallel_speedup``)
-    and the median of each round's speed-up over its ceiling (``*_of_ceiling_median``)."""
-    makers = {"local": LocalExecutor, "processes": lambda: ProcessExecutor(workers=workers),
+    and the median of each run's speed-up over its ceiling (``*_of_ceiling_median``)."""
+    makers = {"processes": lambda: ProcessExecutor(workers=workers),
               "dask": lambda: DaskExecutor(workers=workers)}
+    local: list[float] = []
+    ratios: dict[str, list[float]] = {name: [] for name in makers}
     times: dict[str, list[float]] = {name: [] for name in makers}
     ceilings: list[float] = []
     results = {}
-    names = list(makers)
-    for k in range(rounds):
-        for name in names[k % 3:] + names[:k % 3]:
-            with makers[name]() as ex:
-                _timed_audit(ex, 40_000)
-                seconds, results[name] = _timed_audit(ex, trials)
-                if name == "processes":
-                    ceilings.append(_ceiling(ex))
-            times[name].append(seconds)
-    local = np.array(times["local"])
+
+    def one_process() -> float:
+        seconds, results["local"] = _timed_audit(None, trials)
+        local.append(seconds)
+        return seconds
+
+    _timed_audit(None, _warm_trials())
+    one_process()
+    for k in range(2 * rounds):
+        name = ("processes", "dask")[k % 2]
+        with makers[name]() as ex:
+            _timed_audit(ex, _warm_trials())
+            seconds, results[name] = _timed_audit(ex, trials)
+            if name == "processes":
+                ceilings.append(_ceiling(ex))
+        before = local[-1]
+        times[name].append(seconds)
+        ratios[name].append(float(np.sqrt(before * one_process())) / seconds)
     out: dict[str, float] = {"audit_trials": trials, "audit_seconds_one_process": float(np.median(local)),
                              "embarrassingly_parallel_speedup": float(np.median(ceilings))}
-    for name in ("processes", "dask"):
-        ratios = local / np.array(times[name])
-        out[f"{name}_speedup"] = float(local.min() / min(times[name]))
-        out[f"{name}_speedup_median"] = float(np.median(ratios))
-        out[f"{name}_of_ceiling_median"] = float(np.median(ratios / np.array(ceilings)))
+    for name in makers:
+        out[f"{name}_speedup"] = float(min(local) / min(times[name]))
+        out[f"{name}_speedup_median"] = float(np.median(ratios[name]))
+        out[f"{name}_of_ceiling_median"] = float(np.median(np.array(ratios[name]) / np.array(ceilings)))
         out[f"{name}_identical"] = float(results[name] == results["local"])
     out["workers"] = workers
     out["rounds"] = rounds
