@@ -55,6 +55,23 @@ def _warm_trials() -> int:
     return 10 * AUDIT_BATCH_TRIALS
 
 
+def bracketed_speedups(local: list[float], runs: list[tuple[str, float]]) -> dict[str, list[float]]:
+    """Each executor's speed-ups, one per run: the geometric mean of the one-process times
+    just before and after the run (``local[k]`` and ``local[k + 1]`` for ``runs[k]``) over
+    its time. A drift of the machine's speed by a steady factor per unit of time cancels.
+
+    >>> out = bracketed_speedups([10.0, 12.0, 9.0], [("processes", 5.0), ("dask", 6.0)])
+    >>> {name: [round(r, 3) for r in ratios] for name, ratios in out.items()}
+    {'processes': [2.191], 'dask': [1.732]}
+    """
+    if len(local) != len(runs) + 1:
+        raise ValueError(f"need one more one-process run than executor runs; got {len(local)} and {len(runs)}")
+    out: dict[str, list[float]] = {}
+    for k, (name, seconds) in enumerate(runs):
+        out.setdefault(name, []).append(float(np.sqrt(local[k] * local[k + 1])) / seconds)
+    return out
+
+
 def audit_speedups(trials: int = 10**6, workers: int = 2, rounds: int = 5) -> dict[str, float]:
     """Speed-up of processes and Dask (LocalCluster) over one process on one 16-party audit
     (secure-sum, 10^6 trials per input), next to what this machine gives perfectly parallel work.
@@ -62,11 +79,12 @@ def audit_speedups(trials: int = 10**6, workers: int = 2, rounds: int = 5) -> di
     A shared virtual machine's speed drifts by tens of percent within a minute, so every
     executor run is bracketed by one-process runs: the sequence is ``L P L D L P L D ... L``
     (``rounds`` runs of each executor), and each executor run is compared with the
-    geometric mean of the one-process runs just before and after it, which cancels a
-    drift that is linear over the bracket. The one-process runs happen while no pool or
-    cluster is alive; each pool or cluster is started and warmed up (privsim imported,
-    and an audit with batches of the timed audit's size run) outside the timing, as the
-    one process is once at the start. Each processes run also measures the speed-up of
+    geometric mean of the one-process runs just before and after it (see
+    :func:`bracketed_speedups`), which largely cancels a drift of the machine's speed that
+    is steady over the bracket. The one-process runs happen while no pool or cluster is
+    alive; each pool or cluster is started and warmed up (privsim imported, and an audit
+    with batches of the timed audit's size run) outside the timing, as the one process is
+    once at the start. Each processes run also measures the speed-up of
     perfectly parallel numpy work on the pool (the ceiling). Reported: the median over
     runs of the bracketing one-process time over the executor's time
     (``*_speedup_median``, the steady figure), the best time of each over the best
@@ -75,15 +93,13 @@ def audit_speedups(trials: int = 10**6, workers: int = 2, rounds: int = 5) -> di
     makers = {"processes": lambda: ProcessExecutor(workers=workers),
               "dask": lambda: DaskExecutor(workers=workers)}
     local: list[float] = []
-    ratios: dict[str, list[float]] = {name: [] for name in makers}
-    times: dict[str, list[float]] = {name: [] for name in makers}
+    runs: list[tuple[str, float]] = []
     ceilings: list[float] = []
     results = {}
 
-    def one_process() -> float:
+    def one_process() -> None:
         seconds, results["local"] = _timed_audit(None, trials)
         local.append(seconds)
-        return seconds
 
     _timed_audit(None, _warm_trials())
     one_process()
@@ -94,9 +110,10 @@ def audit_speedups(trials: int = 10**6, workers: int = 2, rounds: int = 5) -> di
             seconds, results[name] = _timed_audit(ex, trials)
             if name == "processes":
                 ceilings.append(_ceiling(ex))
-        before = local[-1]
-        times[name].append(seconds)
-        ratios[name].append(float(np.sqrt(before * one_process())) / seconds)
+        runs.append((name, seconds))
+        one_process()
+    ratios = bracketed_speedups(local, runs)
+    times = {name: [s for n, s in runs if n == name] for name in makers}
     out: dict[str, float] = {"audit_trials": trials, "audit_seconds_one_process": float(np.median(local)),
                              "embarrassingly_parallel_speedup": float(np.median(ceilings))}
     for name in makers:
