@@ -14,7 +14,7 @@ import pytest
 from privsim import CURATOR, Schedule
 from privsim.analysis.audit import audit
 from privsim.errors import ExecutorError, PartyFailure
-from privsim.executors import DaskExecutor, LocalExecutor, ProcessExecutor, get_executor
+from privsim.executors import Channel, DaskExecutor, LocalExecutor, ProcessExecutor, get_executor
 from privsim.protocols import RandomizedResponse
 from privsim.protocols.base import Protocol
 from privsim.simulate import run_trials
@@ -175,6 +175,48 @@ def test_a_worker_fetches_a_channel_value_once():
     fresh.close()
     with pytest.raises(ExecutorError, match="aborted before"):
         cloudpickle.loads(cloudpickle.dumps(fresh)).get()
+
+
+class _CountingChannel(Channel):
+    """A local channel that counts how often tasks ask whether the value is in."""
+
+    asked = 0
+
+    def ready(self) -> bool:
+        self.asked += 1
+        return super().ready()
+
+
+class _CountingExecutor(LocalExecutor):
+    def channel(self) -> Channel:
+        self.last_channel = _CountingChannel()
+        return self.last_channel
+
+
+def test_tasks_run_ahead_do_not_poll_for_the_event(monkeypatch):
+    # On Dask each ready() is a round trip to the scheduler: the estimation tasks that run
+    # ahead hold their few batches and ask once, at the end; the others ask per batch.
+    import privsim.analysis.audit as audit_module
+
+    calls = []
+    count = audit_module._AuditJob.count
+
+    def recording(self, channel, picks, ahead=False):
+        before = getattr(channel, "asked", None)
+        out = count(self, channel, picks, ahead=ahead)
+        if before is not None:
+            calls.append((ahead, len(picks), channel.asked - before))
+        return out
+
+    monkeypatch.setattr(audit_module._AuditJob, "count", recording)
+    ex = _CountingExecutor()
+    plain = audit(RandomizedResponse(epsilon=1.0), X, coalition="C", neighbor=3, trials=60_000, seed=4)
+    counted = audit(RandomizedResponse(epsilon=1.0), X, coalition="C", neighbor=3, trials=60_000, seed=4, executor=ex)
+    assert counted.to_dict() == plain.to_dict()
+    ahead = [asked for is_ahead, _, asked in calls if is_ahead]
+    rest = [(picks, asked) for is_ahead, picks, asked in calls if not is_ahead]
+    assert ahead and set(ahead) == {0}
+    assert rest and all(asked == picks for picks, asked in rest)
 
 
 def _blas_thread_counts():

@@ -162,12 +162,15 @@ class _AuditJob:
         The event comes through ``channel``: the batches are simulated at once, and their
         views held (up to :data:`PREFETCH_BYTES`) until the parent publishes the event.
         ``ahead``: this task was submitted before the selection batches were all in, so
-        it waits for the event outside its worker's slot (see :meth:`Channel.get`)."""
+        it waits for the event outside its worker's slot (see :meth:`Channel.get`), and
+        it does not ask whether the event is in after each batch (on Dask each question
+        is a round trip to the scheduler, about 3 ms of the task's time): it holds its
+        batches (at most :data:`PREFETCH_BATCHES`) and counts them at the end."""
         held: list[tuple[str, np.ndarray]] = []
         out: list[tuple[str, int, int]] = []
         for pick in picks:
             held.append((pick[0], self.views(pick)[0]))
-            if channel.ready() or sum(v.nbytes for _, v in held) >= PREFETCH_BYTES:
+            if (not ahead and channel.ready()) or sum(v.nbytes for _, v in held) >= PREFETCH_BYTES:
                 out += _hits(channel.get(secede=ahead), held)
         return out + _hits(channel.get(secede=ahead), held) if held else out
 
