@@ -189,13 +189,13 @@ class _CountingChannel(Channel):
 
 class _CountingExecutor(LocalExecutor):
     def channel(self) -> Channel:
-        self.last_channel = _CountingChannel()
-        return self.last_channel
+        return _CountingChannel()
 
 
 def test_tasks_run_ahead_do_not_poll_for_the_event(monkeypatch):
     # On Dask each ready() is a round trip to the scheduler: the estimation tasks that run
-    # ahead hold their few batches and ask once, at the end; the others ask per batch.
+    # ahead hold their few batches and only wait for the event at the end; the others
+    # (submitted once the selection sample is in) ask after each batch.
     import privsim.analysis.audit as audit_module
 
     calls = []
