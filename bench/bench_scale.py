@@ -15,7 +15,7 @@ import tracemalloc
 
 import numpy as np
 
-from privsim.analysis.audit import audit
+from privsim.analysis.audit import AUDIT_BATCH_TRIALS, audit
 from privsim.executors import DaskExecutor, ProcessExecutor
 from privsim.protocols import RandomizedResponse, get_protocol
 from privsim.simulate import run_trials
@@ -48,11 +48,9 @@ def _ceiling(pool: ProcessExecutor) -> float:
     return one / (time.perf_counter() - t0)
 
 
-def _warm_trials() -> int:
-    # The smallest audit whose batches are as large as the timed one's (every worker then
-    # holds arrays of the timed audit's sizes before the timing: its heap is grown).
-    from privsim.analysis.audit import AUDIT_BATCH_TRIALS
-    return 10 * AUDIT_BATCH_TRIALS
+#: The warm-up audit: the smallest whose batches are as large as the timed one's (every
+#: process then holds arrays of the timed audit's sizes before the timing: its heap is grown).
+WARM_TRIALS = 10 * AUDIT_BATCH_TRIALS
 
 
 def bracketed_speedups(local: list[float], runs: list[tuple[str, float]]) -> dict[str, list[float]]:
@@ -101,12 +99,12 @@ def audit_speedups(trials: int = 10**6, workers: int = 2, rounds: int = 5) -> di
         seconds, results["local"] = _timed_audit(None, trials)
         local.append(seconds)
 
-    _timed_audit(None, _warm_trials())
+    _timed_audit(None, WARM_TRIALS)
     one_process()
     for k in range(2 * rounds):
         name = ("processes", "dask")[k % 2]
         with makers[name]() as ex:
-            _timed_audit(ex, _warm_trials())
+            _timed_audit(ex, WARM_TRIALS)
             seconds, results[name] = _timed_audit(ex, trials)
             if name == "processes":
                 ceilings.append(_ceiling(ex))
