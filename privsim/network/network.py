@@ -24,7 +24,7 @@ from privsim.parties.context import Inbox
 if TYPE_CHECKING:
     from privsim.parties.context import PartyContext
 
-__all__ = ["SyncNetwork", "message_bits"]
+__all__ = ["SyncNetwork", "check_outbox", "message_bits"]
 
 _nbytes = attrgetter("nbytes")
 _EMPTY = Inbox()
@@ -60,6 +60,35 @@ def _round_bits(values: list[Any], trials: int) -> int:
     except AttributeError:
         pass
     return sum(message_bits(v, trials) for v in values)
+
+
+def check_outbox(r: int, sender: int | str, tos: list, exp: list) -> None:
+    """Check the receivers ``tos`` that ``sender`` sent to in round ``r`` against the schedule's ``exp``.
+
+    Raises :class:`ScheduleViolation` naming round, sender and receiver (a message twice, a
+    message off the schedule, or a scheduled message not sent). Shared by the in-process
+    network and the TCP transport (privsim/transport), so both name a culprit alike.
+
+    >>> check_outbox(1, 0, [2], [1])
+    Traceback (most recent call last):
+    privsim.errors.ScheduleViolation: round 1: message off the schedule (round 1, sender 0, receiver 2)
+    """
+    if tos == exp:
+        return
+    seen = set()
+    for d in tos:
+        if d in seen:
+            raise ScheduleViolation(f"round {r}: party {sender} sent two messages to party {d} "
+                                    f"(round {r}, sender {sender}, receiver {d})")
+        seen.add(d)
+    for d in sort_ids(seen):
+        if d not in exp:
+            raise ScheduleViolation(f"round {r}: message off the schedule (round {r}, sender {sender}, "
+                                    f"receiver {d})")
+    for d in exp:
+        if d not in seen:
+            raise ScheduleViolation(f"round {r}: party {sender} did not send its scheduled message to party "
+                                    f"{d} (round {r}, sender {sender}, receiver {d})")
 
 
 class SyncNetwork:
@@ -182,20 +211,7 @@ class SyncNetwork:
             self._on_round(r)
 
     def _check_out_of_order(self, r: int, sender: int | str, tos: list, exp: list) -> None:
-        seen = set()
-        for d in tos:
-            if d in seen:
-                self._violation(f"round {r}: party {sender} sent two messages to party {d} "
-                                f"(round {r}, sender {sender}, receiver {d})")
-            seen.add(d)
-        for d in sort_ids(seen):
-            if d not in exp:
-                self._violation(f"round {r}: message off the schedule (round {r}, sender {sender}, "
-                                f"receiver {d})")
-        for d in exp:
-            if d not in seen:
-                self._violation(f"round {r}: party {sender} did not send its scheduled message to party "
-                                f"{d} (round {r}, sender {sender}, receiver {d})")
+        check_outbox(r, sender, tos, exp)
 
     def _violation(self, msg: str) -> None:
         raise ScheduleViolation(msg)
