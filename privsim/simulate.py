@@ -13,7 +13,8 @@ import trio
 from privsim.analysis.accuracy import accuracy_summary
 from privsim.analysis.views import View
 from privsim.errors import InputError, ParameterError, PartyFailure, PrivsimError, ViewNotRecorded
-from privsim.network.messages import seal
+from privsim.network.backend import check_backend, network_class, run_engine
+from privsim.network.messages import Inbox, seal
 from privsim.network.network import SyncNetwork
 from privsim.network.schedule import CURATOR, Schedule, id_key, parse_coalition, party_ids, sort_ids
 from privsim.parties.context import PartyContext
@@ -124,6 +125,8 @@ class SimulationResult:
     bits: int
     rounds: int
     block_offset: int = 0
+    #: Bytes the parties wrote to their sockets (``transport="tcp"``; all trials), else ``None``.
+    wire_bytes: int | None = None
     _transcript: list | None = field(default=None, repr=False)
     _draws: dict = field(default_factory=dict, repr=False)
     _recorded: Any = field(default=None, repr=False)
@@ -180,6 +183,7 @@ class SimulationResult:
             "messages": self.messages,
             "bits": self.bits,
             **accuracy_summary(self.estimate, self.true_value),
+            **({} if self.wire_bytes is None else {"wire_bytes": self.wire_bytes}),
         }
 
 
@@ -231,7 +235,8 @@ def _first_error(group: BaseExceptionGroup) -> BaseException:
 def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: int | None = None,
              t: int | None = None, coalition: str | Iterable[int | str] | None = None, n: int | None = None,
              record: bool = True, block_offset: int = 0,
-             on_round: Callable[[int], None] | None = None) -> SimulationResult:
+             on_round: Callable[[int], None] | None = None, backend: str = "trio",
+             transport: Any = "local") -> SimulationResult:
     """Run ``protocol`` on ``inputs`` for ``trials`` independent runs at once.
 
     Parameters
@@ -257,7 +262,13 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
     block_offset:
         First seeding block (batches of a split run start at different blocks).
     on_round:
-        Called with the round number each time a round completes (progress bars).
+        Called with the round number each time a round completes (progress bars; in process only).
+    backend:
+        The in-process event loop: ``"trio"`` (default) or ``"asyncio"``; same results.
+    transport:
+        ``"local"`` (default: every party a task of this process), or ``"tcp"`` (or a
+        :class:`privsim.transport.TcpTransport`): every party its own OS process, over
+        TCP on loopback; the same outputs and transcript, plus ``wire_bytes``.
 
     Returns
     -------
@@ -301,7 +312,10 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
     members = parse_coalition(coalition, n, protocol.has_curator) if coalition is not None else None
     recorded: Any = None if not record else ("all" if members is None else frozenset(members))
 
-    net = SyncNetwork(schedule, trials, record=recorded, on_round=on_round)
+    check_backend(backend)
+    if transport != "local":
+        return _over_transport(transport, protocol, x, t, entropy, schedule, recorded, block_offset)
+    net = network_class(backend)(schedule, trials, record=recorded, on_round=on_round)
     seeder = StreamSeeder(entropy, n, block_range(trials, block_offset))
 
     def rng_factory(pid: int | str) -> Any:
@@ -317,7 +331,7 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
     contexts = [PartyContext(pid, n, t, trials, None if pid == CURATOR else x[:, pid], net, rng_factory,
                              outboxes[pid]) for pid in ids]
     try:
-        trio.run(_main, protocol, contexts, net, strict_exception_groups=True)
+        run_engine(backend, protocol, contexts, net, _run_party, _main)
     except BaseExceptionGroup as group:
         raise _first_error(group) from None
     finally:
@@ -325,14 +339,38 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
             gc.enable()
 
     outputs = {c.id: c._output for c in contexts if c._has_output}
-    estimate = np.asarray(protocol.estimate(outputs, n, t))
     draws = {c.id: c._rng.draws for c in contexts if c._rng is not None and c._rng.draws is not None}
+    return _result(protocol, x, t, entropy, schedule, block_offset, recorded, outputs, net.messages, net.bits,
+                   net.rounds_used, net.transcript if recorded is not None else None, draws)
+
+
+def _result(protocol: Protocol, x: np.ndarray, t: int, entropy: int, schedule: Schedule, block_offset: int,
+            recorded: Any, outputs: dict, messages: int, bits: int, rounds: int, transcript: list | None,
+            draws: dict, wire_bytes: int | None = None) -> SimulationResult:
+    n = x.shape[1]
     return SimulationResult(
-        protocol=protocol, n=n, t=t, trials=trials, seed=entropy, schedule=schedule, inputs=x,
-        outputs=outputs, estimate=estimate, true_value=np.asarray(protocol.true_value(x)),
-        messages=net.messages, bits=net.bits, rounds=net.rounds_used, block_offset=block_offset,
-        _transcript=net.transcript if recorded is not None else None, _draws=draws, _recorded=recorded,
+        protocol=protocol, n=n, t=t, trials=x.shape[0], seed=entropy, schedule=schedule, inputs=x,
+        outputs=outputs, estimate=np.asarray(protocol.estimate(outputs, n, t)),
+        true_value=np.asarray(protocol.true_value(x)), messages=messages, bits=bits, rounds=rounds,
+        block_offset=block_offset, wire_bytes=wire_bytes, _transcript=transcript, _draws=draws, _recorded=recorded,
     )
+
+
+def _over_transport(transport: Any, protocol: Protocol, x: np.ndarray, t: int, entropy: int, schedule: Schedule,
+                    recorded: Any, block_offset: int) -> SimulationResult:
+    """Run with every party its own process (privsim/transport); record what ``recorded`` asks."""
+    from privsim.transport.launcher import resolve_transport
+
+    shared = x.strides[0] == 0  # the same inputs in every trial: send them once
+    run = resolve_transport(transport).run(protocol, x[0] if shared else x, t=t, trials=x.shape[0], seed=entropy,
+                                           block_offset=block_offset, record=recorded is not None)
+    transcript, draws = run.transcript, run.draws
+    if recorded is not None and recorded != "all":  # keep what the coalition's view needs, as in process
+        transcript = [{d: Inbox(((s, v) for s, v in box.items() if d in recorded or s in recorded), owner=d,
+                                round=r) for d, box in inboxes.items()} for r, inboxes in enumerate(transcript, 1)]
+        draws = {pid: d for pid, d in draws.items() if pid in recorded}
+    return _result(protocol, x, t, entropy, schedule, block_offset, recorded, run.outputs, run.messages, run.bits,
+                   run.rounds, transcript, draws, run.wire_bytes)
 
 
 #: Party-trials per batch when a run is split (bounds memory: about this many values per message slot).
@@ -406,6 +444,8 @@ class RunSummary:
     series_error_std: np.ndarray | None = None
     #: The first trial's released series and the exact one (for plots).
     series_example: tuple[np.ndarray, np.ndarray] | None = None
+    #: Bytes on the wire over all batches (``transport="tcp"``), else ``None``.
+    wire_bytes: int | None = None
 
     def summary(self) -> dict[str, Any]:
         """The fields of the ``privsim run --json`` contract (DESIGN.md section 5), plus details."""
@@ -419,6 +459,7 @@ class RunSummary:
                 "series_error_std_mean": float(np.mean(self.series_error_std)),
                 "series_error_std_max": float(np.max(self.series_error_std)),
                 "series_abs_error_mean_max": float(np.max(np.abs(self.series_error_mean)))}),
+            **({} if self.wire_bytes is None else {"wire_bytes": self.wire_bytes}),
         }
 
 
@@ -429,13 +470,16 @@ class _RunJob:
     seed: int
     t: int | None
     on_round: Callable[[int], None] | None = None
+    backend: str = "trio"
+    transport: Any = "local"
 
     def __call__(self, batch: tuple[int, int]) -> dict[str, Any]:
         offset, size = batch
         res = simulate(self.protocol, self.inputs, trials=size, seed=self.seed, t=self.t, record=False,
-                       block_offset=offset, on_round=self.on_round)
+                       block_offset=offset, on_round=self.on_round, backend=self.backend, transport=self.transport)
         est = np.asarray(res.estimate, dtype=float)
         out = {"n": res.n, "t": res.t, "messages": res.messages, "bits": res.bits, "rounds": res.rounds,
+               "wire_bytes": res.wire_bytes,
                "schedule_messages": res.schedule.messages, "estimate": est,
                "true_value": np.broadcast_to(np.asarray(res.true_value, dtype=float), est.shape).copy()}
         series = self.protocol.series(res.outputs, res.inputs)
@@ -451,13 +495,16 @@ def run_trials(protocol: Protocol, inputs: Any = None, *, trials: int, seed: int
                t: int | None = None, n: int | None = None, batch_trials: int | None = None,
                executor: Any = None, scheduler: str | None = None, workers: int | None = None,
                progress: Callable[[int], None] | None = None,
-               on_round: Callable[[int], None] | None = None) -> RunSummary:
+               on_round: Callable[[int], None] | None = None, backend: str = "trio",
+               transport: Any = "local") -> RunSummary:
     """Run ``trials`` runs in batches on an executor and merge them (only estimates are kept).
 
     ``progress`` is called with the number of batches done; ``on_round`` with each round
-    completed (local executor only: worker processes cannot report rounds).
+    completed (local executor only: worker processes cannot report rounds). ``backend`` and
+    ``transport`` are passed to :func:`simulate` for every batch.
 
-    The result is identical for one seed whatever the executor and the batch size.
+    The result is identical for one seed whatever the executor, the batch size, the
+    backend and the transport.
 
     >>> from privsim.protocols import RandomizedResponse
     >>> r = run_trials(RandomizedResponse(), [0, 1, 1], trials=3000, seed=2, batch_trials=1024)
@@ -475,7 +522,7 @@ def run_trials(protocol: Protocol, inputs: Any = None, *, trials: int, seed: int
     ex = get_executor(executor or "local", scheduler=scheduler, workers=workers)
     parts = []
     try:
-        job = _RunJob(protocol, x, entropy, t_used, on_round if ex.name == "local" else None)
+        job = _RunJob(protocol, x, entropy, t_used, on_round if ex.name == "local" else None, backend, transport)
         for k, part in enumerate(ex.map(job, plan), start=1):
             parts.append(part)
             if progress is not None:
@@ -498,5 +545,5 @@ def run_trials(protocol: Protocol, inputs: Any = None, *, trials: int, seed: int
         schedule_messages=first["schedule_messages"],
         estimate=np.concatenate([p["estimate"] for p in parts]),
         true_value=np.concatenate([p["true_value"] for p in parts]), executor=ex.name, batches=len(plan),
-        **series,
+        wire_bytes=None if first["wire_bytes"] is None else sum(p["wire_bytes"] for p in parts), **series,
     )

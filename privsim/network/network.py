@@ -212,10 +212,14 @@ class SyncNetwork:
             await trio.testing.wait_all_tasks_blocked()
             if not self._live:
                 return
-            stuck = [pid for pid in self._ids if pid not in self._done and pid not in self._waiting]
-            if stuck:
-                raise DeadlockError(
-                    f"round {self.round}: part{'ies' if len(stuck) > 1 else 'y'} "
-                    f"{', '.join(map(str, stuck[:8]))}{' ...' if len(stuck) > 8 else ''} never finished the "
-                    "round (they wait on something other than end_round)")
+            self.check_stuck()
 
+    def check_stuck(self) -> None:
+        """Raise :class:`DeadlockError` if a live party is not at the barrier (called once every
+        runnable task has blocked; the asyncio backend's watchdog calls it too)."""
+        stuck = [pid for pid in self._ids if pid not in self._done and pid not in self._waiting]
+        if stuck:
+            raise DeadlockError(
+                f"round {self.round}: part{'ies' if len(stuck) > 1 else 'y'} "
+                f"{', '.join(map(str, stuck[:8]))}{' ...' if len(stuck) > 8 else ''} never finished the "
+                "round (they wait on something other than end_round)")

@@ -12,19 +12,16 @@ stays silent for ``timeout`` seconds is a :class:`PartyFailure` naming it and th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
 from privsim.errors import PartyFailure, ScheduleViolation
-from privsim.network.network import check_outbox, message_bits
+from privsim.network.messages import Inbox, Outbox, message_bits
+from privsim.network.network import check_outbox
 from privsim.network.schedule import Schedule, sort_ids
-from privsim.parties.context import Inbox
 from privsim.transport.framing import BYE, MESSAGE, FrameError, decode_value, encode_value
 from privsim.transport.link import Link, PeerClosed, log
-
-if TYPE_CHECKING:
-    from privsim.parties.context import PartyContext
 
 __all__ = ["TcpEndpoint"]
 
@@ -71,32 +68,40 @@ class TcpEndpoint:
         self._wakeup = trio.Event()
         self._round = 1
         self._completed: set[int] = set()
+        self.outbox = Outbox()
+        self.departed = False
 
-    def attach(self, contexts: list[PartyContext]) -> None:
-        """Register this process's context (exactly one)."""
-        (ctx,) = contexts
-        self._ctx = ctx
+    def attach(self, ids: list[int | str]) -> dict[int | str, Outbox]:
+        """Register this process's party (``ids == [me]``); returns its outbox."""
+        if list(ids) != [self.me]:
+            raise ValueError(f"a TCP endpoint serves one party ({self.me}), not {ids}")
+        return {self.me: self.outbox}
+
+    @property
+    def round(self) -> int:
+        """This party's current round, from 1 (``ctx.round`` reads it)."""
+        return self._round
 
     # ------------------------------------------------------------------ PartyContext interface
-    async def end_round(self, ctx: PartyContext) -> Inbox:
+    async def end_round(self, pid: int | str) -> Inbox:
         """Send the round's messages, then wait for the round's inbox."""
-        r = ctx.round
-        await self._send_outbox(ctx, r)
+        r = self._round
+        await self._send_outbox(r)
         inbox = await self._collect(r)
         self.rounds_done = r
-        ctx.round = self._round = r + 1
+        self._round = r + 1
         return inbox
 
-    def depart(self, ctx: PartyContext) -> None:
+    def depart(self, pid: int | str) -> None:
         """Called when the routine returns; :meth:`finish` completes the departure."""
-        ctx._done = True
+        self.departed = True
 
-    async def finish(self, ctx: PartyContext) -> None:
+    async def finish(self) -> None:
         """After the routine: flush what it sent last, check it owes nothing later, receive
         what is still scheduled for it (the transcript records it, as in process), say bye."""
-        r = ctx.round
-        if ctx._out_to:
-            await self._send_outbox(ctx, r)
+        r = self._round
+        if self.outbox.to:
+            await self._send_outbox(r)
             self.rounds_done = r
             r += 1
         for later in range(r, self.schedule.rounds + 1):
@@ -116,9 +121,8 @@ class TcpEndpoint:
                 pass  # the peer is gone; it needs nothing more from us
 
     # ------------------------------------------------------------------ sending
-    async def _send_outbox(self, ctx: PartyContext, r: int) -> None:
-        tos, vals, override = ctx._out_to, ctx._out_val, ctx._out_bits
-        ctx._out_to, ctx._out_val, ctx._out_bits = [], [], None
+    async def _send_outbox(self, r: int) -> None:
+        tos, vals, override = self.outbox.take()
         check_outbox(r, self.me, tos, self.schedule.receivers(r, self.me))
         for to, v in zip(tos, vals):
             payload = encode_value(v)
@@ -157,7 +161,7 @@ class TcpEndpoint:
                 raise _blame(PartyFailure(
                     f"party {s} sent nothing in round {r} for {self.timeout:g} s (party {self.me} waits for its "
                     "message; it hangs, or is slower than the timeout allows)", s, r), s)
-        inbox = Inbox((s, got[s]) for s in sort_ids(expected))
+        inbox = Inbox(((s, got[s]) for s in sort_ids(expected)), owner=self.me, round=r)
         del self.slots[r]
         self._completed.add(r)
         if inbox:

@@ -29,7 +29,8 @@ import trio
 from privsim import errors
 from privsim.errors import PartyFailure, PrivsimError
 from privsim.network.schedule import CURATOR, Schedule, id_key, parse_party
-from privsim.parties.context import Inbox, PartyContext
+from privsim.network.messages import Inbox
+from privsim.parties.context import PartyContext
 from privsim.parties.rng import StreamSeeder, block_range
 from privsim.transport.endpoint import TcpEndpoint
 from privsim.transport.framing import MAGIC, FrameError, decode_id, decode_value, encode_id, encode_value
@@ -101,11 +102,13 @@ class PartyReport:
             size = _U32.unpack_from(data, 4)[0]
             head = json.loads(data[8:8 + size])
             values = decode_value(data[8 + size:])
-            inboxes: dict[int, Inbox] = {}
+            boxes: dict[int, dict[int | str, Any]] = {}
             for r, s, k in head["inboxes"]:
-                inboxes.setdefault(int(r), Inbox())[decode_id(s)] = values[k]
+                boxes.setdefault(int(r), {})[decode_id(s)] = values[k]
+            me = decode_id(head["party"])
+            inboxes = {r: Inbox(box, owner=me, round=r) for r, box in boxes.items()}
             draws = None if head["draws"] is None else [values[k] for k in head["draws"]]
-            return cls(decode_id(head["party"]), None if head["output"] is None else values[head["output"]],
+            return cls(me, None if head["output"] is None else values[head["output"]],
                        inboxes, draws, *map(int, head["counts"]), *map(float, head["times"]), error=head["error"])
         except (ValueError, KeyError, TypeError, IndexError, struct.error) as exc:
             raise FrameError(f"report: malformed ({exc})") from None
@@ -245,7 +248,8 @@ async def run_party(cfg: PeersConfig, me: int | str, sock: socket.socket | None 
     rng = ctx._rng if ctx is not None else None
     counts = (0, 0, 0, 0) if endpoint is None else (endpoint.messages, endpoint.bits, endpoint.rounds_used,
                                                      endpoint.rounds_done)
-    return PartyReport(me, None if ctx is None else ctx._output, {} if endpoint is None else endpoint.inboxes,
+    inboxes = endpoint.inboxes if endpoint is not None and cfg.record else {}
+    return PartyReport(me, None if ctx is None else ctx._output, inboxes,
                        None if rng is None else rng.draws, *counts,
                        sum(link.bytes_sent for link in state["links"].values()), state["ready"], state["done"],
                        error)
@@ -263,14 +267,14 @@ async def _run(cfg: PeersConfig, me: int | str, sock: socket.socket | None, stat
     state["ready"] = time.monotonic()
     state["endpoint"] = endpoint = TcpEndpoint(me, schedule, cfg.trials, links, cfg.timeout)
     state["ctx"] = ctx = PartyContext(me, cfg.n, cfg.t, cfg.trials, None if me == CURATOR else x[:, me], endpoint,
-                                      lambda pid: seeder.rng(pid, cfg.trials, record=cfg.record))
-    endpoint.attach([ctx])
+                                      lambda pid: seeder.rng(pid, cfg.trials, record=cfg.record),
+                                      endpoint.attach([me])[me])
     routine = protocol.curator if me == CURATOR else protocol.party
     async with trio.open_nursery() as nursery:
         for link in links.values():
             nursery.start_soon(endpoint.reader, link)
         await _run_party(routine, ctx, endpoint)
-        await endpoint.finish(ctx)
+        await endpoint.finish()
         state["done"] = time.monotonic()
         nursery.cancel_scope.deadline = trio.current_time() + LINGER
 
@@ -291,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     party and round) or the peers file is wrong.
     """
     args = _parse(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr, force=True)
     try:
         cfg = load_peers(args.peers)
         me = parse_party(args.id, cfg.n, True)

@@ -99,7 +99,9 @@ class PeersConfig:
                addresses: dict[int | str, tuple[str, int]], **kw: Any) -> PeersConfig:
         """A configuration with a fresh random key (``secrets.token_bytes(32)``)."""
         n = inputs.shape[inputs.ndim - 1 - len(protocol.input_shape())]
-        return cls(protocol=protocol_spec(protocol), params=dict(protocol.parameters), n=int(n), t=int(t),
+        # None stands for "derived from the others" (e.g. dist-alpha's sigma2): left out, it is derived again.
+        params = {k: v for k, v in protocol.parameters.items() if v is not None}
+        return cls(protocol=protocol_spec(protocol), params=params, n=int(n), t=int(t),
                    trials=int(trials), seed=int(seed), inputs=np.asarray(inputs), addresses=dict(addresses),
                    key=secrets.token_bytes(32), **kw)
 
