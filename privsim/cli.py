@@ -116,7 +116,7 @@ def _table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
 
 
 def run_spec(spec: RunSpec, progress: bool = True, executor: str | None = None, scheduler: str | None = None,
-             workers: int | None = None) -> Any:
+             workers: int | None = None, backend: str = "trio", transport: Any = "local") -> Any:
     """Run a scenario in batches; returns the :class:`~privsim.simulate.RunSummary`."""
     _check_counts(spec)
     protocol = spec.build()
@@ -128,8 +128,8 @@ def run_spec(spec: RunSpec, progress: bool = True, executor: str | None = None, 
                       enabled=progress) as advance:
         res = run_trials(protocol, inputs, trials=spec.trials, seed=spec.seed, t=spec.t,
                          executor=executor or spec.extra.get("executor"), scheduler=scheduler, workers=workers,
-                         progress=lambda k: advance(max(rounds, 1) if remote else 0),
-                         on_round=lambda r: advance(1))
+                         progress=lambda k: advance(max(rounds, 1) if remote or transport != "local" else 0),
+                         on_round=lambda r: advance(1), backend=backend, transport=transport)
     return res
 
 
@@ -148,6 +148,12 @@ def run(
     executor: str | None = _EXECUTOR,
     scheduler: str | None = _SCHEDULER,
     workers: int | None = _WORKERS,
+    backend: str = typer.Option("trio", "--backend", help="In-process event loop: trio or asyncio "
+                                "(identical results)."),
+    transport: str = typer.Option("local", "--transport", help="local (parties are tasks of this process) or "
+                                  "tcp (every party its own process, TCP on loopback; adds wire_bytes)."),
+    timeout: float | None = typer.Option(None, "--timeout", help="With --transport tcp: seconds a party waits "
+                                         "for a scheduled message before naming the silent party [5]."),
 ) -> None:
     """Run a protocol R times and report its cost (messages, bits, rounds) and accuracy.
 
@@ -158,7 +164,8 @@ def run(
         _run_headline(scenario, plot, json_out, trials=trials, seed=seed)
         return
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
-    res = run_spec(spec, executor=executor, scheduler=scheduler, workers=workers)
+    res = run_spec(spec, executor=executor, scheduler=scheduler, workers=workers, backend=backend,
+                   transport=_transport(transport, timeout))
     summary = res.summary()
     if plot is not None:
         title = f"{summary['protocol']}, n={summary['n']}, R={summary['trials']}"
@@ -175,6 +182,36 @@ def run(
         stdout.print(_table(f"privsim run: {summary['protocol']}",
                             [(k, v) for k, v in summary.items() if k != "params"] +
                             [(f"param {k}", v) for k, v in summary["params"].items()]))
+
+
+def _transport(name: str, timeout: float | None) -> Any:
+    """``--transport`` and ``--timeout`` as what :func:`~privsim.simulate.simulate` takes."""
+    if name == "local":
+        if timeout is not None:
+            raise ParameterError("--timeout applies only with --transport tcp")
+        return "local"
+    from privsim.transport import TcpTransport, resolve_transport
+
+    transport = resolve_transport(name)
+    return transport if timeout is None else TcpTransport(timeout=timeout)
+
+
+@app.command()
+def party(
+    party_id: str = typer.Option(..., "--id", help="This party's id: 0..n-1, or C for the curator."),
+    peers: Path = typer.Option(..., "--peers", help="The run's peers file (JSON; it holds the run's key)."),
+    result: Path | None = typer.Option(None, "--result", help="Write this party's report (binary, no pickle)."),
+) -> None:
+    """Run one party of a run over TCP, on any host: it connects to the peers the peers file names.
+
+    Prints one JSON line (messages, bits, rounds and bytes on the wire of this party, or the
+    error that stopped the run, naming the party and the round); exit code 2 on failure.
+    """
+    from privsim.transport.party import main as party_main
+
+    code = party_main(["--id", party_id, "--peers", str(peers), *(["--result", str(result)] if result else [])])
+    if code:
+        sys.exit(code)  # the party printed its one line already
 
 
 def _scenario_protocol(path: Path) -> str | None:

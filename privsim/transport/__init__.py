@@ -1,0 +1,22 @@
+"""The same protocol, for real: every party its own OS process, talking TCP.
+
+- :mod:`~privsim.transport.framing`: frames (header, value without pickle, HMAC tag);
+- :mod:`~privsim.transport.peers`: the peers file a party process starts from;
+- :mod:`~privsim.transport.link`: one authenticated connection (handshake, checked frames);
+- :mod:`~privsim.transport.endpoint`: one party's network (what PartyContext calls);
+- :mod:`~privsim.transport.party`: one party process (``privsim party``);
+- :mod:`~privsim.transport.launcher`: every party of a run as processes on this host
+  (``simulate(..., transport="tcp")``).
+
+See docs/architecture.md, "Runtimes", for the wire format, the handshake and what the
+authentication does and does not protect.
+"""
+
+from __future__ import annotations
+
+from privsim.transport.launcher import TcpRun, TcpTransport, resolve_transport
+from privsim.transport.party import PartyReport, run_party
+from privsim.transport.peers import DEFAULT_TIMEOUT, PeersConfig, load_peers
+
+__all__ = ["DEFAULT_TIMEOUT", "PartyReport", "PeersConfig", "TcpRun", "TcpTransport", "load_peers",
+           "resolve_transport", "run_party"]

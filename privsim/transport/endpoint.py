@@ -152,8 +152,9 @@ class TcpEndpoint:
                     f"round {r}: party {s} did not send its scheduled message to party {self.me} (round {r}, "
                     f"sender {s}, receiver {self.me}); it had finished"), s)
             if state is not None:
+                detail = "" if state == _LOST else f" ({state.removeprefix(_LOST + ': ')})"
                 raise _blame(PartyFailure(f"party {s} disconnected in round {r} before sending its message to "
-                                          f"party {self.me} ({state})", s, r), s)
+                                          f"party {self.me}{detail}", s, r), s)
             self._wakeup = trio.Event()
             with trio.move_on_after(self.timeout) as scope:
                 await self._wakeup.wait()

@@ -37,6 +37,8 @@ from privsim.transport.peers import DEFAULT_TIMEOUT, PeersConfig
 
 __all__ = ["TcpRun", "TcpTransport", "resolve_transport"]
 
+_KILLED = -(1 << 16)  # the exit "code" of a process the launcher killed because it outlived a failure
+
 
 @dataclass(frozen=True)
 class TcpRun:
@@ -177,12 +179,13 @@ class TcpTransport:
                 if pid not in codes and proc.poll() is not None:
                     codes[pid] = proc.returncode
                     if proc.returncode != 0 and kill_at is None:
-                        kill_at = time.monotonic() + self.timeout + 1.0
+                        kill_at = time.monotonic() + self.timeout + 0.5
             if kill_at is not None and time.monotonic() > kill_at:
                 for pid, proc in procs.items():
                     if pid not in codes:
                         proc.kill()
-                        codes[pid] = proc.wait()
+                        proc.wait()
+                        codes[pid] = _KILLED
             time.sleep(0.005)
         return codes
 
@@ -248,6 +251,8 @@ def _read_report(path: Path) -> PartyReport | None:
 
 
 def _describe_exit(pid: int | str, code: int) -> str:
+    if code == _KILLED:
+        return f"party {pid} was still running after the others had stopped (killed)"
     if code < 0:
         try:
             return f"party {pid} was killed by {signal.Signals(-code).name}"
@@ -268,7 +273,8 @@ def _raise_root_cause(reports: dict[int | str, PartyReport | None], codes: dict[
         first = min(roots, key=lambda r: (r.error.get("round") or 0, id_key(r.culprit)))  # type: ignore[union-attr]
         exc = first.exception()
         culprit = first.culprit
-        if culprit != first.party and culprit in codes and codes[culprit] < 0 and isinstance(exc, PartyFailure):
+        died = codes.get(culprit, 0) < 0 and codes.get(culprit) != _KILLED  # by itself, not killed by us
+        if culprit != first.party and died and isinstance(exc, PartyFailure):
             exc = PartyFailure(f"{_describe_exit(culprit, codes[culprit])} in round {exc.round}: {exc}", culprit,
                                exc.round)
         raise exc  # type: ignore[misc]

@@ -28,8 +28,8 @@ import trio
 
 from privsim import errors
 from privsim.errors import PartyFailure, PrivsimError
-from privsim.network.schedule import CURATOR, Schedule, id_key, parse_party
 from privsim.network.messages import Inbox
+from privsim.network.schedule import CURATOR, Schedule, id_key, parse_party
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import StreamSeeder, block_range
 from privsim.transport.endpoint import TcpEndpoint
@@ -157,7 +157,11 @@ async def open_links(cfg: PeersConfig, me: int | str, schedule: Schedule,
     neighbours = schedule.neighbours(me)
     waiting: dict[int | str, bool] = {p: True for p in neighbours if id_key(p) > id_key(me)}
     links: dict[int | str, Link] = {}
-    listener = trio.SocketListener(trio.socket.from_stdlib_socket(_listener(cfg, me, sock)))
+    listener = None
+    if waiting:
+        listener = trio.SocketListener(trio.socket.from_stdlib_socket(_listener(cfg, me, sock)))
+    elif sock is not None:  # nobody connects to this party: it need not listen
+        sock.close()
     deadline = trio.current_time() + max(CONNECT_TIMEOUT, cfg.timeout)
 
     async def handshake(stream: trio.SocketStream, done: trio.CancelScope) -> None:
@@ -181,7 +185,7 @@ async def open_links(cfg: PeersConfig, me: int | str, schedule: Schedule,
         async with trio.open_nursery() as nursery:
             task_status.started()
             while waiting:
-                stream = await listener.accept()
+                stream = await listener.accept()  # type: ignore[union-attr]
                 nursery.start_soon(handshake, stream, nursery.cancel_scope)
 
     async def connect(peer: int | str) -> None:
@@ -196,7 +200,8 @@ async def open_links(cfg: PeersConfig, me: int | str, schedule: Schedule,
                     if id_key(peer) < id_key(me):
                         nursery.start_soon(connect, peer)
     finally:
-        await listener.aclose()
+        if listener is not None:
+            await listener.aclose()
     missing = [p for p in neighbours if p not in links]
     if missing:
         for link in links.values():

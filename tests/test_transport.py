@@ -1,0 +1,270 @@
+"""Over TCP, every party its own process: the same outputs and transcript as in process;
+faults stop the run naming party and round and leave no process; hostile bytes are refused."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sys
+
+import numpy as np
+import pytest
+import trio
+from helpers_transport import Relay
+
+import privsim
+from privsim import PartyFailure, ScheduleViolation
+from privsim.cli import main
+from privsim.network.schedule import party_ids
+from privsim.protocols import get_protocol
+from privsim.transport import PartyReport, PeersConfig, TcpTransport, run_party
+from privsim.transport.framing import HEADER, HELLO, MAGIC, MESSAGE, encode_value, frame
+from privsim.transport.link import connect_peer
+
+SETTINGS = [("secure-sum", 5, 2), ("ck-sum", 5, 2), ("randomized-response-distributed", 5, None)]
+
+
+def same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def assert_same_run(local, tcp):
+    assert (tcp.messages, tcp.bits, tcp.rounds) == (local.messages, local.bits, local.rounds)
+    assert set(tcp.outputs) == set(local.outputs)
+    for pid, out in local.outputs.items():
+        assert same_bits(out, tcp.outputs[pid]), pid
+    assert len(tcp._transcript) == len(local._transcript)
+    for r, (mine, theirs) in enumerate(zip(local._transcript, tcp._transcript), start=1):
+        assert set(mine) == set(theirs), r
+        for d, box in mine.items():
+            assert list(box) == list(theirs[d]), (r, d)  # ordered by sender
+            assert all(same_bits(v, theirs[d][s]) for s, v in box.items()), (r, d)
+    assert local._draws.keys() == tcp._draws.keys()
+    for pid, draws in local._draws.items():
+        assert len(draws) == len(tcp._draws[pid]) and all(map(same_bits, draws, tcp._draws[pid]))
+    assert same_bits(local.estimate, tcp.estimate)
+
+
+def children():
+    """Live (or unreaped) child processes of this test process."""
+    out = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
+                out.add(int(entry))
+    return out
+
+
+@pytest.mark.parametrize("name, n, t", SETTINGS, ids=[s[0] for s in SETTINGS])
+def test_tcp_run_is_the_in_process_run(name, n, t):
+    proto = get_protocol(name)
+    local = privsim.simulate(proto, None, n=n, t=t, trials=3, seed=7)
+    tcp = privsim.simulate(proto, None, n=n, t=t, trials=3, seed=7, transport="tcp")
+    assert_same_run(local, tcp)
+    coalition = "0,1"
+    assert same_bits(local.view(coalition).to_array()[0], tcp.view(coalition).to_array()[0])
+    # every message crosses the wire with its header and tag: bytes >= payload bits / 8
+    assert tcp.wire_bytes >= local.bits * 3 / 8 + local.messages * (HEADER.size + 32)
+    assert tcp.summary() == {**local.summary(), "wire_bytes": tcp.wire_bytes}
+
+
+def test_a_coalition_records_only_its_view():
+    proto = get_protocol("randomized-response-distributed")
+    local = privsim.simulate(proto, [1, 0, 1], trials=2, seed=3, coalition="1")
+    tcp = privsim.simulate(proto, [1, 0, 1], trials=2, seed=3, coalition="1", transport="tcp")
+    assert_same_run(local, tcp)
+    assert tcp._draws.keys() == {1}
+
+
+def test_a_party_that_dies_stops_the_run_and_leaves_no_process():
+    before = children()
+    with pytest.raises(PartyFailure, match=r"party 1 was killed by SIGKILL in round 2") as info:
+        privsim.simulate(Relay(fault="die"), np.arange(3), trials=2, seed=1, transport=TcpTransport(timeout=2))
+    assert (info.value.party, info.value.round) == (1, 2)
+    assert children() <= before
+
+
+def test_a_party_that_hangs_is_named_after_the_timeout_and_killed():
+    before = children()
+    with pytest.raises(PartyFailure, match=r"party 1 sent nothing in round 2 for 0.5 s") as info:
+        privsim.simulate(Relay(fault="hang"), np.arange(3), trials=2, seed=1, transport=TcpTransport(timeout=0.5))
+    assert (info.value.party, info.value.round) == (1, 2)
+    assert children() <= before
+
+
+def test_a_routine_error_is_reported_as_in_process():
+    with pytest.raises(PartyFailure) as local:
+        privsim.simulate(Relay(fault="raise"), np.arange(3), seed=1)
+    with pytest.raises(PartyFailure) as tcp:
+        privsim.simulate(Relay(fault="raise"), np.arange(3), seed=1, transport="tcp")
+    assert str(tcp.value) == str(local.value) == "party 1 failed in round 2: RuntimeError: boom"
+
+
+def test_cli_run_over_tcp_prints_the_same_json_plus_wire_bytes(capsys):
+    args = ["run", "--protocol", "ck-sum", "--n", "4", "--t", "1", "--trials", "4", "--seed", "2", "--json"]
+    main(args)
+    local = json.loads(capsys.readouterr().out)
+    main([*args, "--transport", "tcp", "--timeout", "10"])
+    tcp = json.loads(capsys.readouterr().out)
+    assert tcp.pop("wire_bytes") > 0 and tcp == local
+
+
+def test_party_command_reports_a_bad_peers_file(tmp_path, capsys):
+    bad = tmp_path / "peers.json"
+    bad.write_text('{"n": 0}')
+    with pytest.raises(SystemExit) as info:
+        main(["party", "--id", "0", "--peers", str(bad)])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: {bad}: field 'n' must be int >= 1 (got 0)"]
+
+
+async def test_privsim_party_runs_one_party_as_another_host_would(tmp_path):
+    # `python -m privsim party --id 1 --peers FILE` in a fresh interpreter; party 0 runs here.
+    proto, cfg, socks = config(n=2)
+    socks[1].close()
+    peers = cfg.write(tmp_path / "peers.json")
+    assert oct(peers.stat().st_mode & 0o777) == "0o600"  # it holds the run's key
+    reports = {}
+    async with trio.open_nursery() as nursery:
+        await start(nursery, cfg, socks, [0], reports)
+        done = await trio.run_process([sys.executable, "-m", "privsim", "party", "--id", "1", "--peers", str(peers),
+                                       "--result", str(tmp_path / "1.report")], capture_stdout=True, check=False)
+    assert done.returncode == 0 and reports[0].error is None
+    line = json.loads(done.stdout)
+    local = await in_process(proto, np.array([1, 0]), trials=2, seed=5)
+    assert (line["party"], line["messages"], line["error"]) == ("1", 1, None)
+    other = PartyReport.from_bytes((tmp_path / "1.report").read_bytes())
+    assert same_bits(other.output, local.outputs[1]) and same_bits(reports[0].output, local.outputs[0])
+
+
+# ---------------------------------------------------------------------- hostile peers (one process)
+def config(n=3, timeout=2.0, trials=2, seed=5):
+    proto = get_protocol("randomized-response-distributed")  # parties 1..n-1 connect to party 0
+    socks = {p: socket.create_server(("127.0.0.1", 0)) for p in party_ids(n, False)}
+    cfg = PeersConfig.create(proto, np.array([1, 0, 1][:n]), t=n - 1, trials=trials, seed=seed, timeout=timeout,
+                             addresses={p: s.getsockname()[:2] for p, s in socks.items()})
+    return proto, cfg, socks
+
+
+async def in_process(proto, x, **kw):
+    """The in-process run (its own trio.run, so in a thread of this async test)."""
+    return await trio.to_thread.run_sync(lambda: privsim.simulate(proto, x, **kw))
+
+
+async def start(nursery, cfg, socks, pids, reports):
+    async def one(pid):
+        reports[pid] = await run_party(cfg, pid, socks[pid])
+
+    for pid in pids:
+        nursery.start_soon(one, pid)
+
+
+async def attempt(address, build):
+    """Connect, read the listening party's preface, send ``build(nonce)``, half-close, read to the end."""
+    stream = await trio.open_tcp_stream(*address)
+    with trio.fail_after(5):
+        got = b""
+        while len(got) < 20:
+            chunk = await stream.receive_some(20 - len(got))
+            if not chunk:
+                break
+            got += chunk
+        try:
+            await stream.send_all(build(got[4:]))
+            await stream.send_eof()
+            while await stream.receive_some(4096):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+    await stream.aclose()
+
+
+def fixed(data):
+    return lambda _: data
+
+
+def hello(key, listener_nonce, sender=1, receiver=0, mine=b"n" * 16):
+    return MAGIC + mine + frame(key, listener_nonce + mine, HELLO, 0, sender, receiver, 0)
+
+
+def refusals(caplog):
+    return [r for r in caplog.records if r.name == "privsim.transport" and "refused a connection" in r.message]
+
+
+async def test_fuzzed_listening_party_refuses_each_connection_with_one_line_and_runs_on(caplog):
+    caplog.set_level(logging.WARNING, logger="privsim.transport")
+    proto, cfg, socks = config()
+    rng = np.random.default_rng(17)
+    valid = hello(cfg.key, b"x" * 16)
+    cases = [fixed(rng.bytes(int(rng.integers(0, 120)))) for _ in range(12)]  # random bytes
+    cases += [fixed(valid[: int(rng.integers(0, len(valid)))]) for _ in range(12)]  # truncated
+    head = HEADER.pack(MAGIC, HELLO, 0, 0, 1, 0, 0, 1 << 31)
+    cases += [lambda _: MAGIC + b"n" * 16 + head,  # oversized
+              lambda _: MAGIC + b"n" * 16 + b"XXXX" + head[4:],  # bad magic
+              lambda nonce: hello(b"k" * 32, nonce),  # another run's key
+              lambda nonce: hello(cfg.key, nonce, sender=9),  # no such party
+              lambda nonce: hello(cfg.key, nonce, receiver=2),  # meant for another party
+              lambda _: valid]  # a hello recorded on another connection (replayed)
+    reports = {}
+    async with trio.open_nursery() as nursery:
+        await start(nursery, cfg, socks, [0], reports)
+        for build in cases:
+            await attempt(cfg.addresses[0], build)
+        assert len(refusals(caplog)) == len(cases)  # one line each, and party 0 still listens
+        await start(nursery, cfg, socks, [1, 2], reports)
+    assert all(r.error is None for r in reports.values())
+    local = await in_process(proto, np.array([1, 0, 1]), trials=2, seed=5)
+    assert same_bits(reports[0].output, local.outputs[0])
+    lines = [r.message for r in refusals(caplog)[-6:]]
+    assert "exceeds the limit" in lines[0] and "bad magic" in lines[1] and "unknown peer" in lines[3]
+    assert "bad HMAC" in lines[2] and "bad HMAC" in lines[5]  # another run's key; a replayed hello
+
+
+async def test_unknown_peer_is_refused(caplog):
+    caplog.set_level(logging.WARNING, logger="privsim.transport")
+    _, cfg, socks = config(n=2)
+    reports = {}
+    async with trio.open_nursery() as nursery:
+        await start(nursery, cfg, socks, [0], reports)
+        with pytest.raises(PartyFailure, match="could not authenticate party 0"):
+            await connect_peer(cfg.addresses[0], 1, 0, b"another run's key".ljust(32), cfg.max_payload,
+                               trio.current_time() + 5)
+        await start(nursery, cfg, socks, [1], reports)
+    (line,) = refusals(caplog)
+    assert "party 0: refused a connection from 127.0.0.1:" in line.message and "bad HMAC" in line.message
+    assert reports[0].error is None and reports[1].error is None
+
+
+@pytest.mark.parametrize("attack", ["out-of-round", "replayed"])
+async def test_an_authenticated_peer_cannot_break_the_schedule(attack, caplog):
+    # The test speaks for party 1 with the run's key; party 0 must fail cleanly, naming it.
+    caplog.set_level(logging.WARNING, logger="privsim.transport")
+    _, cfg, socks = config(n=2)
+    socks[1].close()
+    reports = {}
+    async with trio.open_nursery() as nursery:
+        await start(nursery, cfg, socks, [0], reports)
+        link = await connect_peer(cfg.addresses[0], 1, 0, cfg.key, cfg.max_payload, trio.current_time() + 5)
+        payload = encode_value(np.zeros(2, dtype=np.int64))
+        if attack == "out-of-round":
+            await link.send(MESSAGE, 2, payload)  # round 2 has no message from party 1 to party 0
+        else:
+            data = frame(cfg.key, link.session, MESSAGE, 1, 1, 0, 1, payload)
+            await link.stream.send_all(data + data)
+    error = reports[0].exception()
+    if attack == "out-of-round":
+        assert isinstance(error, ScheduleViolation)
+        assert str(error) == "round 2: message off the schedule (round 2, sender 1, receiver 0)"
+    else:
+        assert isinstance(error, PartyFailure) and error.party == 1
+        assert "refused a frame from party 1" in str(error) and "sequence number 1, expected 2" in str(error)
+    assert len([r for r in caplog.records if "refused" in r.message]) == 1
+    await link.close()
