@@ -116,7 +116,11 @@ class AsyncioNetwork(SyncNetwork):
                 idle = 0
 
 def network_class(backend: str) -> type[SyncNetwork]:
-    """The network class of ``backend``."""
+    """The network class of ``backend``.
+
+    >>> network_class("asyncio").__name__, network_class("trio").__name__
+    ('AsyncioNetwork', 'SyncNetwork')
+    """
     return AsyncioNetwork if check_backend(backend) == "asyncio" else SyncNetwork
 
 
@@ -126,6 +130,10 @@ def run_engine(backend: str, protocol: Any, contexts: list, net: SyncNetwork, ru
 
     Failures leave as a ``BaseExceptionGroup`` on both loops (trio's strict groups,
     asyncio's TaskGroup), for the caller to pick the first error from.
+
+    Examples
+    --------
+    :func:`privsim.simulate` calls it; ``simulate(..., backend="asyncio")`` runs this on asyncio.
     """
     if check_backend(backend) == "trio":
         trio.run(trio_main, protocol, contexts, net, strict_exception_groups=True)

@@ -62,7 +62,11 @@ class FrameError(PrivsimError):
 
 @dataclass(frozen=True)
 class Header:
-    """The fields of a frame header (see the module docstring)."""
+    """The fields of a frame header (see the module docstring).
+
+    >>> parse_header(HEADER.pack(MAGIC, MESSAGE, 0, 2, -1, 0, 7, 0))
+    Header(kind=2, round=2, sender='C', receiver=0, seq=7, length=0)
+    """
 
     kind: int
     round: int
@@ -124,7 +128,13 @@ def parse_header(data: bytes, max_payload: int = MAX_PAYLOAD) -> Header:
 
 
 def verify(key: bytes, session: bytes, head: bytes, payload: bytes, tag: bytes) -> bool:
-    """Whether ``tag`` is the frame's HMAC (compared in constant time)."""
+    """Whether ``tag`` is the frame's HMAC (compared in constant time).
+
+    >>> f = frame(b"k" * 32, b"s", BYE, 0, 1, 0, 3)
+    >>> head, tag = f[:HEADER.size], f[HEADER.size:]
+    >>> verify(b"k" * 32, b"s", head, b"", tag), verify(b"other key", b"s", head, b"", tag)
+    (True, False)
+    """
     return hmac.compare_digest(hmac.digest(key, session + head + payload, hashlib.sha256), tag)
 
 

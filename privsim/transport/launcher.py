@@ -49,6 +49,11 @@ class TcpRun:
     (handshakes, headers and tags included) for all trials; ``wall_s`` is the launcher's
     wall time, ``protocol_s`` the time from the last party being connected to the last
     one finishing.
+
+    Examples
+    --------
+    Returned by :meth:`TcpTransport.run`; :func:`privsim.simulate` turns it into a
+    :class:`~privsim.simulate.SimulationResult`.
     """
 
     outputs: dict[int | str, Any]

@@ -27,7 +27,11 @@ _PREFACE = len(MAGIC) + _NONCE
 
 
 class PeerClosed(Exception):
-    """The other end closed the connection (``partial``: in the middle of a frame)."""
+    """The other end closed the connection (``partial``: in the middle of a frame).
+
+    >>> str(PeerClosed(partial=True))
+    'connection closed in the middle of a frame'
+    """
 
     def __init__(self, partial: bool) -> None:
         super().__init__("connection closed" + (" in the middle of a frame" if partial else ""))
@@ -56,6 +60,10 @@ class Link:
     """An authenticated connection to ``peer`` (built by :func:`accept_peer` or :func:`connect_peer`).
 
     ``bytes_sent`` counts every byte this end wrote, handshake included.
+
+    Examples
+    --------
+    The party runner opens one per neighbour (privsim/transport/party.py, ``open_links``).
     """
 
     def __init__(self, stream: trio.SocketStream, reader: _Reader, me: int | str, peer: int | str, key: bytes,
@@ -121,6 +129,10 @@ async def accept_peer(stream: trio.SocketStream, me: int | str, key: bytes, wait
     """Run the accepting end of the handshake; ``waiting`` holds the neighbours not yet connected.
 
     Raises :class:`FrameError` (with the reason) for anything but a neighbour's valid hello.
+
+    Examples
+    --------
+    See ``test_unknown_peer_is_refused`` in tests/test_transport.py.
     """
     reader = _Reader(stream)
     ours, theirs = await _preface(stream, reader)
@@ -144,7 +156,15 @@ async def accept_peer(stream: trio.SocketStream, me: int | str, key: bytes, wait
 
 async def connect_peer(address: tuple[str, int], me: int | str, peer: int | str, key: bytes, max_payload: int,
                        deadline: float) -> Link:
-    """Connect to ``peer`` at ``address`` (retrying until ``deadline``) and run the handshake."""
+    """Connect to ``peer`` at ``address`` (retrying until ``deadline``) and run the handshake.
+
+    Raises :class:`~privsim.errors.PartyFailure` naming ``peer`` if it cannot be reached
+    or authenticated.
+
+    Examples
+    --------
+    See ``test_an_authenticated_peer_cannot_break_the_schedule`` in tests/test_transport.py.
+    """
     host, port = address
     while True:
         try:

@@ -298,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
 
     Exit code 0 when the party finished, 2 when the run failed (the message names the
     party and round) or the peers file is wrong.
+
+    Examples
+    --------
+    ``python -m privsim.transport.party --id 1 --peers peers.json --result 1.report``
     """
     args = _parse(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr, force=True)

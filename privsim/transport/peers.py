@@ -53,7 +53,11 @@ def protocol_spec(protocol: Protocol) -> str:
 
 
 def build_protocol(spec: str, params: dict[str, Any]) -> Protocol:
-    """Rebuild a protocol from :func:`protocol_spec` and its parameters."""
+    """Rebuild a protocol from :func:`protocol_spec` and its parameters.
+
+    >>> build_protocol("randomized-response", {"epsilon": 0.5}).epsilon
+    0.5
+    """
     if ":" not in spec:
         return get_protocol(spec, **params)
     module, _, name = spec.partition(":")
@@ -170,7 +174,12 @@ class PeersConfig:
 
 
 def load_peers(path: str | Path) -> PeersConfig:
-    """Read a peers file (see :class:`PeersConfig`)."""
+    """Read a peers file (see :class:`PeersConfig`).
+
+    >>> load_peers("/nonexistent/peers.json")
+    Traceback (most recent call last):
+    privsim.errors.ParameterError: peers file '/nonexistent/peers.json' cannot be read (No such file or directory)
+    """
     p = Path(path)
     try:
         text = p.read_text()
