@@ -47,7 +47,8 @@ class View:
     Attributes
     ----------
     coalition:
-        The member ids, in canonical order.
+        The member ids, in canonical order; ``("public",)`` for the outside observer,
+        whose view holds only the published outputs.
     trials:
         Number of runs (the leading axis of every value).
     inputs:
@@ -99,9 +100,8 @@ class View:
                     add(f"rand {m}#{k}", draw)
             for r, s, d, v in self.messages:
                 add(f"msg r{r} {s}->{d}", v)
-            for m in self.coalition:
-                if m in self.outputs:
-                    add(f"output {m}", self.outputs[m])
+            for m, value in self.outputs.items():  # in member order (the public view: published outputs)
+                add(f"output {m}", value)
             self._cache["blocks"] = (blocks, names)
         return self._cache["blocks"]
 
