@@ -10,8 +10,7 @@ from typing import Any
 import numpy as np
 import trio
 
-from privsim.analysis.accuracy import accuracy_summary
-from privsim.analysis.views import View
+from privsim.accuracy import accuracy_summary
 from privsim.errors import InputError, ParameterError, PartyFailure, PrivsimError, ViewNotRecorded
 from privsim.network.messages import seal
 from privsim.network.network import SyncNetwork
@@ -19,6 +18,7 @@ from privsim.network.schedule import CURATOR, PUBLIC_COALITION, Schedule, id_key
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import StreamSeeder, block_range
 from privsim.protocols.base import Protocol
+from privsim.views import View
 
 __all__ = ["RunSummary", "SimulationResult", "batch_plan", "prepare_inputs", "resolve_seed", "run_trials", "simulate",
            "simulate_batches"]
@@ -172,13 +172,13 @@ class SimulationResult:
 
     def _public_view(self) -> View:
         # The outside observer sees the published outputs and nothing else: no input, no
-        # seed, no message (docs/architecture.md, "Where a claim is made").
+        # seed, no message (docs/architecture.md, "Claims and verdicts").
         published = self.protocol.publishes(self.n, self.t)
         return View(coalition=PUBLIC_COALITION, trials=self.trials, inputs={}, seeds={}, randomness={},
                     messages=[], outputs={p: self.outputs[p] for p in published if p in self.outputs})
 
     def summary(self) -> dict[str, Any]:
-        """The fields of the ``privsim run --json`` contract (DESIGN.md section 5)."""
+        """The fields of the ``privsim run --json`` contract (README, "CLI reference")."""
         return {
             "protocol": self.protocol.name,
             "n": self.n,
@@ -418,7 +418,7 @@ class RunSummary:
     series_example: tuple[np.ndarray, np.ndarray] | None = None
 
     def summary(self) -> dict[str, Any]:
-        """The fields of the ``privsim run --json`` contract (DESIGN.md section 5), plus details."""
+        """The fields of the ``privsim run --json`` contract (README, "CLI reference"), plus details."""
         return {
             "protocol": self.protocol.name, "n": self.n, "t": self.t, "trials": self.trials, "seed": self.seed,
             "params": self.protocol.parameters, "rounds": self.rounds, "messages": self.messages, "bits": self.bits,

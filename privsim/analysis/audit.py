@@ -129,7 +129,7 @@ class AuditResult:
     event_object: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of ``privsim audit --json`` (DESIGN.md section 5), plus details.
+        """The JSON contract of ``privsim audit --json`` (README, "CLI reference"), plus details.
 
         Non-finite numbers (an event never seen under x') become ``None``: JSON has no infinity.
         """
