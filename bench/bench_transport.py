@@ -1,0 +1,103 @@
+"""Transport benchmark (issue 17): secure-sum with every party its own process over TCP,
+beside MPyC's secure sum of one bit per party, at n = 4, 8, 16, 32, 64 on this machine.
+
+privsim: ``SecureSum`` (Laplace noise, epsilon = 1) with t = (n - 1) // 2, MPyC's default
+threshold, one trial; wall time of the whole run (processes forked, connections made,
+protocol run, processes reaped), protocol time (last party connected to last party
+done) and its share per round, messages, the simulator's bits and the bytes on the wire.
+At the smallest n the run is repeated with freshly spawned interpreters
+(``TcpTransport(start="spawn")``), which is how MPyC starts its parties.
+
+MPyC: ``python SCRIPT -M n --no-prss`` (party 0 spawns the others), each party inputs one
+secure bit, ``mpc.sum`` and ``mpc.output``; wall time of the whole run and protocol time
+(after ``mpc.start()`` to the output). MPyC is reported as unavailable when it is not
+installed (``pip install mpyc`` in a benchmark environment only; privsim does not
+depend on it). Run: ``python bench/bench_transport.py`` (prints JSON).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privsim.protocols import get_protocol
+from privsim.transport import TcpTransport
+
+NS = (4, 8, 16, 32, 64)
+#: Seconds any one run may take before it is reported as failed (never hangs the suite).
+RUN_LIMIT = 300.0
+
+MPYC_SCRIPT = """
+import json, sys, time
+from mpyc.runtime import mpc
+async def main():
+    await mpc.start()
+    t0 = time.perf_counter()
+    secint = mpc.SecInt(16)
+    bits = mpc.input(secint(mpc.pid % 2))
+    total = await mpc.output(mpc.sum(bits))
+    t1 = time.perf_counter()
+    await mpc.shutdown()
+    if mpc.pid == 0:
+        print(json.dumps({"sum": int(total), "protocol_s": t1 - t0}))
+mpc.run(main())
+"""
+
+
+def privsim_secure_sum(n: int, start: str = "fork") -> dict[str, Any]:
+    """One secure-sum run with n party processes (alternating input bits, as MPyC's below)."""
+    proto = get_protocol("secure-sum")
+    t = (n - 1) // 2
+    x = np.arange(n) % 2
+    run = TcpTransport(timeout=RUN_LIMIT, start=start).run(proto, x, t=t, trials=1, seed=1, record=False)
+    rounds = max(run.rounds, 1)
+    return {"wall_s": run.wall_s, "protocol_s": run.protocol_s, "ms_per_round": 1e3 * run.protocol_s / rounds,
+            "rounds": run.rounds, "messages": run.messages, "bits": run.bits, "wire_bytes": run.wire_bytes}
+
+
+def mpyc_secure_sum(n: int) -> dict[str, Any]:
+    """MPyC's secure sum of one bit per party with n local processes, or why it could not run."""
+    if importlib.util.find_spec("mpyc") is None:
+        return {"available": False, "reason": "mpyc is not installed (pip install mpyc)"}
+    port = random.Random().randrange(20000, 60000 - n)  # other users of this machine may run MPyC too
+    with tempfile.TemporaryDirectory() as tmp:  # MPyC restarts its own script file for parties 1..n-1
+        script = Path(tmp) / "mpyc_sum.py"
+        script.write_text(MPYC_SCRIPT)
+        t0 = time.perf_counter()
+        try:
+            done = subprocess.run([sys.executable, str(script), "-M", str(n), "--base-port", str(port), "--no-prss"],
+                                  capture_output=True, text=True, timeout=RUN_LIMIT, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return {"available": True, "error": f"no result within {RUN_LIMIT:g} s"}
+        wall = time.perf_counter() - t0
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode or not lines:
+        return {"available": True, "error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+    got = json.loads(lines[-1])
+    return {"available": True, "wall_s": wall, "protocol_s": got["protocol_s"], "sum_ok": got["sum"] == n // 2}
+
+
+def main() -> dict[str, Any]:
+    """Run the transport benchmark; returns named figures per n."""
+    out: dict[str, Any] = {}
+    for n in NS:
+        row = privsim_secure_sum(n)
+        out.update({f"privsim_n{n}_{k}": v for k, v in row.items()})
+        out.update({f"mpyc_n{n}_{k}": v for k, v in mpyc_secure_sum(n).items()})
+    spawned = privsim_secure_sum(NS[0], start="spawn")
+    out[f"privsim_n{NS[0]}_spawn_wall_s"] = spawned["wall_s"]
+    out[f"privsim_n{NS[0]}_spawn_protocol_s"] = spawned["protocol_s"]
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(), indent=2))
