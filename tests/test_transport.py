@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 import trio
 from helpers_transport import Relay
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import privsim
 from privsim import PartyFailure, ScheduleViolation
@@ -20,7 +22,17 @@ from privsim.cli import main
 from privsim.network.schedule import party_ids
 from privsim.protocols import get_protocol
 from privsim.transport import PartyReport, PeersConfig, TcpTransport, run_party
-from privsim.transport.framing import HEADER, HELLO, MAGIC, MESSAGE, encode_value, frame
+from privsim.transport.framing import (
+    HEADER,
+    HELLO,
+    MAGIC,
+    MESSAGE,
+    FrameError,
+    decode_value,
+    encode_value,
+    frame,
+    parse_header,
+)
 from privsim.transport.link import connect_peer
 
 SETTINGS = [("secure-sum", 5, 2), ("ck-sum", 5, 2), ("randomized-response-distributed", 5, None)]
@@ -288,3 +300,32 @@ def test_benchmark_reports_mpyc_unavailable_instead_of_failing(monkeypatch):
     schedule = get_protocol("secure-sum").schedule(4, 1)
     assert (row["rounds"], row["messages"]) == (schedule.rounds, schedule.messages)
     assert row["wire_bytes"] > row["bits"] / 8
+
+
+# ---------------------------------------------------------------------- framing
+DTYPES = ["?", "i1", "i8", "u2", "u8", "f4", "f8", "c16"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(DTYPES), st.lists(st.integers(0, 4), max_size=3), st.integers(0, 2**32 - 1))
+def test_values_survive_the_wire_bit_for_bit(dtype, shape, seed):
+    rng = np.random.default_rng(seed)
+    arr = rng.integers(0, 256, size=int(np.prod(shape)) * np.dtype(dtype).itemsize, dtype=np.uint8)
+    value = arr.view(dtype).reshape(shape) if dtype != "?" else (arr % 2).astype(bool).reshape(shape)
+    back = decode_value(encode_value((value, value[()] if value.ndim == 0 else 3, [2.5, None])))
+    assert same_bits(back[0], value) and not back[0].flags.writeable
+    assert back[1:] == (value[()] if value.ndim == 0 else 3, [2.5, None])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_hostile_payloads_raise_only_frame_errors(data):
+    for blob in (data, encode_value(np.arange(6).reshape(2, 3))[: len(data)] + data):
+        try:
+            decode_value(blob)
+        except FrameError:
+            pass
+        try:
+            parse_header(blob[: HEADER.size])
+        except FrameError:
+            pass

@@ -262,8 +262,8 @@ def _decode_array(buf: memoryview, pos: int) -> tuple[np.ndarray, int]:
     stop = _take(buf, end, 8 * ndim, "array shape")
     shape = tuple(_U64.unpack_from(buf, end + 8 * k)[0] for k in range(ndim))
     dtype = _DTYPES[code]
-    count = 1
-    for s in shape:  # bounded by the bytes left, so no overflow and no huge allocation
+    count = 0 if 0 in shape else 1
+    for s in shape if count else ():  # bounded by the bytes left: no overflow, no huge allocation
         count *= s
         if count * dtype.itemsize > len(buf):
             raise FrameError(f"payload: array shape {shape} needs more bytes than the frame holds")

@@ -3,7 +3,7 @@
 :class:`TcpTransport` is what ``simulate(..., transport="tcp")`` and ``privsim run
 --transport tcp`` use. It binds one listening socket per party on the loopback interface
 (and hands each process its own, so no port can be taken in between), writes the peers
-file with a fresh key, starts ``python -m privsim.transport.party`` once per party, and
+file with a fresh key, starts ``python -m privsim.transport`` once per party, and
 waits. When a process fails, the others notice within the timeout (a peer's closed
 connection at once, a silent one after ``timeout`` seconds); whatever still runs a
 moment later is killed, every process is reaped, and the error that started it is
@@ -99,7 +99,7 @@ class TcpTransport:
     start:
         ``"fork"`` (default where the OS has it): each party process is forked from this
         one, with every module already imported; ``"spawn"``: each is a fresh
-        ``python -m privsim.transport.party`` (``privsim party``), exactly what a
+        ``python -m privsim.transport`` (``privsim party``), exactly what a
         party on another host runs, at the cost of an interpreter start-up (about 0.3 s
         of CPU each on a quiet machine: importing numpy, scipy and trio).
     python:
@@ -197,10 +197,10 @@ class TcpTransport:
 
 
 def _spawn(python: str, argv: list[str], fd: int, log_path: Path) -> subprocess.Popen:
-    """A fresh interpreter running ``python -m privsim.transport.party``, as another host would."""
+    """A fresh interpreter running ``python -m privsim.transport``, as another host would."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the caller's modules
     with open(log_path, "wb") as err:
-        return subprocess.Popen([python, "-m", "privsim.transport.party", *argv], pass_fds=(fd,),
+        return subprocess.Popen([python, "-m", "privsim.transport", *argv], pass_fds=(fd,),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env)
 
 

@@ -1,6 +1,6 @@
 """One party as its own process: connect to its neighbours, run its routine, report.
 
-``privsim party --id I --peers FILE`` (or ``python -m privsim.transport.party``) runs
+``privsim party --id I --peers FILE`` (or ``python -m privsim.transport``) runs
 :func:`run_party` for party ``I`` of the run the peers file describes, on any host. The
 party derives its random stream exactly as in process (same seed, same stream: see
 privsim/parties/rng.py), connects to the parties it shares a channel with (it accepts
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
 
     Examples
     --------
-    ``python -m privsim.transport.party --id 1 --peers peers.json --result 1.report``
+    ``python -m privsim.transport --id 1 --peers peers.json --result 1.report``
     """
     args = _parse(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr, force=True)
@@ -332,6 +332,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {report.error['message']}", file=sys.stderr)
     return 0 if report.error is None else 2
 
-
-if __name__ == "__main__":
-    sys.exit(main())
