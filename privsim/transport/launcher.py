@@ -14,6 +14,7 @@ hung), at the earliest round.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -32,7 +33,7 @@ from privsim.network.schedule import id_key, party_ids, sort_ids
 from privsim.protocols.base import Protocol
 from privsim.transport.framing import FrameError
 from privsim.transport.link import log
-from privsim.transport.party import PartyReport
+from privsim.transport.party import CONNECT_TIMEOUT, PartyReport
 from privsim.transport.peers import DEFAULT_TIMEOUT, PeersConfig
 
 __all__ = ["TcpRun", "TcpTransport", "resolve_transport"]
@@ -150,20 +151,31 @@ class TcpTransport:
                 tmp: Path) -> tuple[dict[int | str, PartyReport | None], dict[int | str, int]]:
         peers = cfg.write(tmp / "peers.json")
         procs: dict[int | str, Any] = {}
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
         try:
             for pid in ids:
                 fd = socks[pid].fileno()
                 argv = ["--id", str(pid), "--peers", str(peers), "--listen-fd", str(fd),
-                        "--result", str(tmp / f"{pid}.report")]
+                        "--result", str(tmp / f"{pid}.report"), "--start-fds", f"{ready_w},{go_r}"]
                 log_path = tmp / f"{pid}.log"
                 if self.start == "fork":
-                    procs[pid] = _Forked(argv, log_path, [s for p, s in socks.items() if p != pid])
+                    procs[pid] = _Forked(argv, log_path, [s for p, s in socks.items() if p != pid], (ready_r, go_w))
                 else:
-                    procs[pid] = _spawn(self.python, argv, fd, log_path)
+                    procs[pid] = _spawn(self.python, argv, (fd, ready_w, go_r), log_path)
             for sock in socks.values():
                 sock.close()  # the parties' processes hold them now
+            os.close(ready_w)
+            os.close(go_r)
+            ready_w = go_r = -1
+            _start_barrier(procs, ready_r, max(CONNECT_TIMEOUT, self.timeout))
+            os.close(go_w)  # every party is set up: go (round timeouts never count a slow start)
+            go_w = -1
             codes = self._wait(procs)
         finally:
+            for fd in (ready_r, ready_w, go_r, go_w):
+                if fd >= 0:
+                    os.close(fd)
             for proc in procs.values():  # no process outlives the run, whatever happened
                 if proc.poll() is None:
                     proc.kill()
@@ -196,11 +208,26 @@ class TcpTransport:
         return codes
 
 
-def _spawn(python: str, argv: list[str], fd: int, log_path: Path) -> subprocess.Popen:
+def _start_barrier(procs: dict[int | str, Any], ready: int, limit: float) -> None:
+    """Wait until every party has written its byte to ``ready`` (set up, modules imported),
+    or one has exited, or ``limit`` seconds have passed (the run's failure is then found
+    and reported by :meth:`TcpTransport._wait`)."""
+    heard, deadline = 0, time.monotonic() + limit
+    while heard < len(procs) and time.monotonic() < deadline:
+        if select.select([ready], [], [], 0.05)[0]:
+            got = os.read(ready, len(procs))
+            if not got:
+                return  # every writer is gone
+            heard += len(got)
+        elif any(proc.poll() is not None for proc in procs.values()):
+            return
+
+
+def _spawn(python: str, argv: list[str], fds: tuple[int, ...], log_path: Path) -> subprocess.Popen:
     """A fresh interpreter running ``python -m privsim.transport``, as another host would."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the caller's modules
     with open(log_path, "wb") as err:
-        return subprocess.Popen([python, "-m", "privsim.transport", *argv], pass_fds=(fd,),
+        return subprocess.Popen([python, "-m", "privsim.transport", *argv], pass_fds=fds,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env)
 
 
@@ -208,7 +235,8 @@ class _Forked:
     """A party process forked from this one (no interpreter start-up, modules already
     imported), with the part of the :class:`subprocess.Popen` interface the launcher uses."""
 
-    def __init__(self, argv: list[str], log_path: Path, others: list[socket.socket]) -> None:
+    def __init__(self, argv: list[str], log_path: Path, others: list[socket.socket],
+                 parent_fds: tuple[int, ...]) -> None:
         from privsim.transport.party import main
 
         sys.stdout.flush()
@@ -221,6 +249,8 @@ class _Forked:
         try:
             for sock in others:
                 sock.close()
+            for fd in parent_fds:  # the launcher's ends of the start barrier
+                os.close(fd)
             null = os.open(os.devnull, os.O_RDWR)
             err = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             for target, source in ((0, null), (1, null), (2, err)):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import socket
 import struct
 import sys
@@ -290,7 +291,17 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--peers", required=True, help="the run's peers file (JSON; holds the run's key)")
     ap.add_argument("--result", help="write this party's report here (binary, no pickle)")
     ap.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)  # a socket the launcher listens on
+    ap.add_argument("--start-fds", help=argparse.SUPPRESS)  # READY_FD,GO_FD of the launcher's start barrier
     return ap.parse_args(argv)
+
+
+def _start_barrier(fds: str) -> None:
+    """Tell the launcher this party is set up, then wait until every party is (see launcher)."""
+    ready, go = (int(f) for f in fds.split(","))
+    os.write(ready, b".")
+    os.close(ready)
+    os.read(go, 1)  # end of file: the launcher has heard from every party
+    os.close(go)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -310,9 +321,12 @@ def main(argv: list[str] | None = None) -> int:
         me = parse_party(args.id, cfg.n, True)
         if me not in cfg.addresses:
             raise PrivsimError(f"--id: party {me} has no address in {args.peers}")
+        cfg.build()  # imports the protocol's module before the start barrier
     except PrivsimError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.start_fds:
+        _start_barrier(args.start_fds)
     sock = None if args.listen_fd is None else socket.socket(fileno=args.listen_fd)
     report = trio.run(run_party, cfg, me, sock)
     try:
