@@ -3,7 +3,8 @@
 :class:`TcpTransport` is what ``simulate(..., transport="tcp")`` and ``privsim run
 --transport tcp`` use. It binds one listening socket per party on the loopback interface
 (and hands each process its own, so no port can be taken in between), writes the peers
-file with a fresh key, starts ``python -m privsim.transport`` once per party, and
+file with a fresh key, forks (or spawns, ``python -m privsim.transport``) one process
+per party, lets them all start their rounds together once every one is set up, and
 waits. When a process fails, the others notice within the timeout (a peer's closed
 connection at once, a silent one after ``timeout`` seconds); whatever still runs a
 moment later is killed, every process is reaped, and the error that started it is
