@@ -55,7 +55,7 @@ def test_trial_tree_repeats_and_refuses_going_back() -> None:
     with pytest.raises(ParameterError, match="t"):
         tree.noise(9)
     # the scalar path is FastGaMe over the counters: a subset at a step is a subset of the whole
-    one = counter_noise(8, 1.0, 5, seed=4)
+    one = counter_noise(8, 1.0, 5, sparse=True, seed=4)
     sub = one.at(2, np.array([[4, 1]]))
     np.testing.assert_array_equal(one.at(2)[0, [4, 1]], sub[0])
 

@@ -8,14 +8,16 @@ counters, with ``Cov(nu_t1(c), nu_t2(c)) = (m + 1) s^2`` (Theorem 3.1). All of t
 that noise from :func:`counter_noise`, the one place where it is built
 (docs/architecture.md, "Continual release"):
 
-- one instance (``trials=None``): a :class:`~privsim.mechanisms.tree.FastGaMe` over the
-  counters, O(1) per counter read, each counter with its own query times;
-- ``trials=R`` instances at once: a :class:`TrialTree`, which samples every counter of
-  every trial with one control path and one shared covariance, possible because every
-  counter is read at the same steps; one standard normal per counter and read. Its draws
-  are standard normals of shape ``(R, counters)`` from one Generator, trial-major, so a
-  chunk of trials depends on that Generator alone (the protocols seed one per seeding
-  block of trials: batch-invariant).
+- ``sparse=True`` (one instance that reads a few counters at a time, each at its own
+  steps: range queries, the lazy join): a :class:`~privsim.mechanisms.tree.FastGaMe` over
+  the counters, O(1) per counter read;
+- otherwise (every counter is read at every step that reads any, or ``trials=R``
+  instances at once): a :class:`TrialTree`, which samples every counter of every trial
+  with one control path and one shared covariance, one standard normal per counter and
+  read (several times cheaper per value than FastGaMe's per-counter bookkeeping). Its
+  draws are standard normals of shape ``(R, counters)`` from one Generator, trial-major,
+  so a chunk of trials depends on that Generator alone (the protocols seed one per
+  seeding block of trials: batch-invariant).
 
 A read of a subset of counters from a :class:`TrialTree` draws all counters' noise at that
 step and returns the subset: the values read have the tree's joint law (marginals of a
@@ -150,22 +152,25 @@ class CounterNoise:
     Built by :func:`counter_noise`; :meth:`at` is all the mechanisms call.
     """
 
-    def __init__(self, T: int, sigma2: float, cells: int, trials: int | None, seed: SeedLike) -> None:
+    def __init__(self, T: int, sigma2: float, cells: int, trials: int | None, sparse: bool,
+                 seed: SeedLike) -> None:
         self.trials = trials
         self.cells = cells
-        if trials is None:
+        if sparse and trials is not None:
+            raise ParameterError("sparse: counters read at their own steps need one instance (trials=None)")
+        if sparse:
             self._fast: FastGaMe | None = FastGaMe(T, sigma2, k=cells, seed=seed)
             self._tree: TrialTree | None = None
         else:
             self._fast = None
-            self._tree = TrialTree(T, sigma2, (trials, cells), seed=seed)
+            self._tree = TrialTree(T, sigma2, (1 if trials is None else trials, cells), seed=seed)
 
     def at(self, t: int, cells: NDArray[np.intp] | None = None) -> NDArray[np.float64]:
         """Noise at step ``t``: shape ``(R, cells)`` for all counters, else shaped like ``cells``.
 
         ``cells`` is an integer array ``(R, m)`` of counter indices (R = 1 without a trial
         axis; repeats are one counter). Without a trial axis only the counters named are
-        queried (FastGaMe, O(m)); with one, every counter is (O(cells) per step).
+        queried with ``sparse`` (FastGaMe, O(m)); otherwise every counter is (O(cells) per step).
         """
         if self._fast is not None:
             if cells is None:
@@ -176,7 +181,7 @@ class CounterNoise:
         return full if cells is None else np.take_along_axis(full, cells, axis=1)
 
 
-def counter_noise(T: int, sigma2: float, cells: int, *, trials: int | None = None,
+def counter_noise(T: int, sigma2: float, cells: int, *, trials: int | None = None, sparse: bool = False,
                   seed: SeedLike = None) -> CounterNoise:
     """The binary-tree noise of the counters of ``trials`` continual sketches (or one).
 
@@ -191,7 +196,10 @@ def counter_noise(T: int, sigma2: float, cells: int, *, trials: int | None = Non
     cells:
         Counters per sketch.
     trials:
-        None for one sketch (FastGaMe), else the number of sketches vectorized (TrialTree).
+        None for one sketch, else the number of sketches vectorized.
+    sparse:
+        One sketch whose reads name a few counters, each counter at its own steps
+        (FastGaMe); otherwise (the default) each read step reads every counter (TrialTree).
     seed:
         None, an int >= 0, a SeedSequence or a Generator.
 
@@ -201,8 +209,8 @@ def counter_noise(T: int, sigma2: float, cells: int, *, trials: int | None = Non
 
     Examples
     --------
-    >>> one = counter_noise(16, 1.0, cells=4, seed=0)
+    >>> one = counter_noise(16, 1.0, cells=4, sparse=True, seed=0)
     >>> one.at(2, np.array([[3, 1]])).shape, counter_noise(16, 1.0, 4, trials=5, seed=0).at(2).shape
     ((1, 2), (5, 4))
     """
-    return CounterNoise(T, sigma2, cells, trials, seed)
+    return CounterNoise(T, sigma2, cells, trials, sparse, seed)

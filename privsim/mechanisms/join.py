@@ -139,8 +139,11 @@ class JoinSizeEstimator:
         self._hashes = SketchHashes(hash_shape, self._width, hash_seed)
         self._cells = self._rows * self._width
         # Counters 0..cells-1 of a trial are R's, cells..2 cells-1 are S's: independent noise.
+        # The lazy refresh of one instance reads a few counters per step (FastGaMe); otherwise
+        # every step that reads reads every counter of every trial (TrialTree).
+        sparse = refresh == "touched" and self._trials is None
         self._noise = counter_noise(self._T, self._sigma2_node, 2 * self._cells, trials=self._trials,
-                                    seed=noise_seed)
+                                    sparse=sparse, seed=noise_seed)
         self._counts = np.zeros((R, 2 * self._cells), dtype=np.float64)
         self._noisy = np.zeros((R, 2 * self._cells), dtype=np.float64)  # each counter as last released
         self._row_inner = np.zeros((R, self._rows), dtype=np.float64)  # <CS~_i(x), CS~_i(y)>

@@ -264,7 +264,9 @@ class RangeCounter:
             # Section 2 / appendix B with Delta^2 = r L^d: s_node^2 = Delta^2 (h + 2) / (8 rho).
             self._sigma2 = continual_sigma2(self._T, self._rho, math.sqrt(sensitivity2))
             cells = self._C * self._rows * self._width
-            self._tree = counter_noise(self._T, self._sigma2, cells, trials=self._trials, seed=noise_seed)
+            # One structure reads the few counters of a query (FastGaMe); R at once read all (TrialTree).
+            self._tree = counter_noise(self._T, self._sigma2, cells, trials=self._trials,
+                                       sparse=self._trials is None, seed=noise_seed)
 
     def __repr__(self) -> str:
         kind = "static" if self._T is None else f"T={self._T}"
