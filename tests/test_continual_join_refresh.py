@@ -155,3 +155,23 @@ def test_vectorized_range_counts_each_trial() -> None:
     exact = ((pts[..., 0] >= 2) & (pts[..., 0] < 11) & present).sum(axis=1)
     np.testing.assert_allclose(rc.query(2, 11), exact, atol=1e-3)
     assert rc.row_answers(2, 11).shape == (R, 3) and rc.query(5, 5).tolist() == [0.0] * R
+
+
+def test_audit_of_public_finds_the_lazy_leak_and_not_the_default() -> None:
+    """privsim's own audit of coalition public: violated on the lazy refresh, not by default.
+
+    Steps 3 and 4 are silent under x (party 0, the neighbour, never updates; the others
+    stop after step 2) and not under x' (party 0 adds key 0 at every step). Lazily, the
+    audit score sees releases 3 and 4 unchanged under x always and under x' never; the
+    party-level claim is rho_party = stream_rho(1e-4, 8, 2) = 0.0102-zCDP, about 0.6 at
+    delta = 1e-6, while 3,072 estimation trials per input with p = 1, q = 0 certify about 6.
+    """
+    x = np.array([[-1, -1, -1, -1], [3, 3, -1, -1], [3, -1, -1, -1], [-1, 7, -1, -1]])
+    lazy = ContinualJoin(T=4, rows=1, width=16, keys=16, rho=1e-4, refresh="touched")
+    found = privsim.audit(lazy, x, coalition="public", neighbor=0, trials=4096, seed=12)
+    assert found.violated is True and found.p_hat == 1.0 and found.q_hat == 0.0
+    assert found.epsilon_lower > 5 > 1 > found.epsilon_claimed
+    assert "touches is public" in found.claim["assumption"]
+    default = privsim.audit(lazy.replace(refresh="all"), x, coalition="public", neighbor=0, trials=4096, seed=12)
+    assert default.violated is False and default.epsilon_claimed == found.epsilon_claimed
+    assert "assumption" not in default.claim

@@ -5,8 +5,7 @@ The continual sketches (:class:`~privsim.mechanisms.join.JoinSizeEstimator`,
 they read through the Gaussian binary tree mechanism over T steps (Pagh & Sejer, sections
 2-3): counter c read at step t carries the tree noise nu_t(c), independent across
 counters, with ``Cov(nu_t1(c), nu_t2(c)) = (m + 1) s^2`` (Theorem 3.1). All of them get
-that noise from :func:`counter_noise`, the one place where it is built
-(docs/architecture.md, "Continual release"):
+that noise from :func:`counter_noise`, the one place where it is built:
 
 - ``sparse=True`` (one instance that reads a few counters at a time, each at its own
   steps: range queries, the lazy join): a :class:`~privsim.mechanisms.tree.FastGaMe` over
@@ -17,7 +16,7 @@ that noise from :func:`counter_noise`, the one place where it is built
   read (several times cheaper per value than FastGaMe's per-counter bookkeeping). Its
   draws are standard normals of shape ``(R, counters)`` from one Generator, trial-major,
   so a chunk of trials depends on that Generator alone (the protocols seed one per
-  seeding block of trials: batch-invariant).
+  seeding block of trials: batch-invariant, docs/architecture.md, "Trials and seeds").
 
 A read of a subset of counters from a :class:`TrialTree` draws all counters' noise at that
 step and returns the subset: the values read have the tree's joint law (marginals of a

@@ -41,8 +41,8 @@ the CountSketch, sketch-noise and noise-noise terms of Lemma 5.2).
 Trials. With ``trials=R`` the estimator runs R independent instances at once (own hashes,
 own noise, all from ``seed``; every array gets a leading trial axis): the update and
 estimate paths are numpy over (R, k, b), and the noise is a
-:class:`~privsim.mechanisms._counter_noise.TrialTree` (docs/architecture.md,
-"Continual release").
+:class:`~privsim.mechanisms._counter_noise.TrialTree` (one standard normal per counter
+and read; docs/architecture.md, "Trials and seeds", for how the protocols seed it).
 """
 
 from __future__ import annotations

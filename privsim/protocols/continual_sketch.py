@@ -59,7 +59,7 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -438,6 +438,37 @@ class ContinualJoin(_SketchStream):
 
     def message_bits(self) -> int:
         return max(1, math.ceil(math.log2(self.keys + 1)))  # a key in [0, keys) or "none"
+
+    def audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
+                    t: int, x: np.ndarray | None = None,
+                    x_prime: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray] | None:
+        """With ``refresh="touched"``, the lazy refresh's leak: which releases are unchanged.
+
+        Lazily, release s equals release s - 1 exactly when no party updates at step s
+        (no counter is re-released; otherwise the new noise makes them differ with
+        probability 1). The score counts the unchanged releases at the steps that are
+        silent under x but not under x', minus those silent under x' but not under x:
+        its expectation separates the inputs whenever their silent steps differ. With the
+        default refresh no release is ever unchanged (every counter gets new noise), so
+        this score would be 0 for both inputs; ``None`` then lets the audit choose its
+        own event. Any score keeps the audit sound.
+        """
+        if self.refresh != "touched" or x is None or x_prime is None:
+            return None
+        names = [f"output {CURATOR}[{s}]" for s in range(self.T)]
+        if not set(names) <= set(columns):
+            return None
+        idx = [list(columns).index(c) for c in names]
+        silent_x, silent_xp = (np.all(np.asarray(v) < 0, axis=0)[1:] for v in (x, x_prime))  # steps 2..T
+        weight = silent_x.astype(float) - silent_xp.astype(float)
+        if not weight.any():
+            return None
+
+        def score(views: np.ndarray) -> np.ndarray:
+            released = views[:, idx]
+            return (released[:, 1:] == released[:, :-1]) @ weight
+
+        return score
 
     def mechanism(self, seed: SeedLike, trials: int | None = None) -> JoinSizeEstimator:
         return JoinSizeEstimator(2 * self.T, self.rows, self.width, self.rho, seed=seed, refresh=self.refresh,
