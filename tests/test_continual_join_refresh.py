@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import privsim
-from privsim.errors import ParameterError
+from privsim.errors import InputError, ParameterError
 from privsim.mechanisms._counter_noise import TrialTree, counter_noise
 from privsim.mechanisms.join import JoinSizeEstimator
 from privsim.mechanisms.range_counting import RangeCounter
@@ -175,3 +175,24 @@ def test_audit_of_public_finds_the_lazy_leak_and_not_the_default() -> None:
     default = privsim.audit(lazy.replace(refresh="all"), x, coalition="public", neighbor=0, trials=4096, seed=12)
     assert default.violated is False and default.epsilon_claimed == found.epsilon_claimed
     assert "assumption" not in default.claim
+
+
+@pytest.mark.parametrize("box", [None, (1, 3)])
+def test_vectorized_range_pieces_in_one_bucket_share_their_noise(box) -> None:
+    """Width 1: both pieces of [1, 3) (the level-0 intervals {1} and {2}, one component) read
+    that component's one counter, so the answer's noise is (s(1) + s(2)) nu: exactly 0 where
+    the signs differ, variance 4 cell variances where they agree (independent noise per
+    piece would give 2). With or without the declared box (noise for its counters only)."""
+    R = 4000
+    rc = RangeCounter(4, 1, rows=1, width=1, rho=1.0, T=2, seed=3, trials=R, box=box)
+    rc.update(np.zeros((R, 1, 1), dtype=np.int64), 0.0)
+    answer = rc.query(1, 3)
+    buckets, signs = rc._hashes[:, 0](np.array([1, 2]))  # component 0 = level 0, row 0
+    agree = signs[:, 0, 0] == signs[:, 0, 1]
+    assert np.all(answer[~agree] == 0.0) and 1000 < agree.sum() < 3000
+    var = 4 * rc.cell_variance
+    sq = answer[agree] ** 2
+    assert abs(sq.mean() - var) < 5 * var * math.sqrt(2 / agree.sum())
+    if box is not None:
+        with pytest.raises(InputError, match="declared box"):
+            rc.query(0, 3)

@@ -187,6 +187,10 @@ class RangeCounter:
         None, an int >= 0, a numpy SeedSequence or a numpy Generator.
     trials:
         None for one structure, or R >= 1 independent structures run at once.
+    box:
+        Optional ``(lo, hi)``: the only box that will be queried. Dynamic with ``trials``,
+        the tree noise is then drawn for the counters that box reads (at most
+        (2 log2 B)^d rows per trial) instead of all of them; other boxes are refused.
 
     Raises
     ------
@@ -222,6 +226,7 @@ class RangeCounter:
         T: int | None = None,
         seed: SeedLike = None,
         trials: int | None = None,
+        box: tuple[ArrayLike, ArrayLike] | None = None,
     ) -> None:
         self._L = _levels_of(B)
         self._B = 1 << self._L
@@ -251,6 +256,7 @@ class RangeCounter:
         self._t = 0
         self._released = False
         self._tree: CounterNoise | None
+        self._box: tuple[tuple, NDArray, NDArray, NDArray] | None = None
         if T is None:
             self._T: int | None = None
             self._h = 0
@@ -264,7 +270,11 @@ class RangeCounter:
             # Section 2 / appendix B with Delta^2 = r L^d: s_node^2 = Delta^2 (h + 2) / (8 rho).
             self._sigma2 = continual_sigma2(self._T, self._rho, math.sqrt(sensitivity2))
             cells = self._C * self._rows * self._width
-            # One structure reads the few counters of a query (FastGaMe); R at once read all (TrialTree).
+            # One structure reads the few counters of a query (FastGaMe); R at once read every
+            # counter (TrialTree), or with a declared box every counter the box reads.
+            self._box = None if box is None or self._trials is None else self._box_cells(*box)
+            if self._box is not None:
+                cells = self._box[2].shape[1]
             self._tree = counter_noise(self._T, self._sigma2, cells, trials=self._trials,
                                        sparse=self._trials is None, seed=noise_seed)
 
@@ -432,26 +442,50 @@ class RangeCounter:
             return buckets[None], signs[None]
         return hashes(keys) if comp is None else hashes[:, comp](keys)
 
-    def _box_row_estimates(self, lo: ArrayLike, hi: ArrayLike) -> NDArray[np.float64]:
-        """Row estimates ``s_i(q) * released counter``, shape (R, boxes, rows)."""
+    def _box_cells(self, lo: ArrayLike, hi: ArrayLike) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+        """The counters a box reads: (lo, hi), signs (R, m, rows), cells (R, m rows) and, per
+        (box, row) slot, the first slot of the trial that reads the same counter (R, m rows)."""
         levels, indices = dyadic_boxes(lo, hi, self._B)
         if levels.shape[1] != self._d:
             raise InputError(f"lo and hi must have length d={self._d} (got {levels.shape[1]})")
         R = self._counts.shape[0]
-        if levels.shape[0] == 0 or (self._T is not None and self._t == 0):
-            # Empty box, or nothing updated yet: the answer 0 does not depend on the data.
-            return np.zeros((R, 0, self._rows))
         comp = np.ravel_multi_index(tuple(levels.T), (self._L,) * self._d)
         keys = indices @ self._key_weights
         buckets, signs = self._hash(keys[:, None, None], comp)  # (R, m, rows, 1)
         cells = (buckets + self._offsets[comp])[..., 0].reshape(R, -1)  # flat counter per (box, row)
+        # Two pieces of one component may share a bucket: the same counter, so the same noise.
+        order = np.argsort(cells, axis=1, kind="stable")
+        ranked = np.take_along_axis(cells, order, axis=1)
+        start = np.ones(ranked.shape, dtype=bool)
+        start[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+        first = np.maximum.accumulate(np.where(start, np.arange(ranked.shape[1]), 0), axis=1)
+        same = np.empty_like(order)
+        np.put_along_axis(same, order, np.take_along_axis(order, first, axis=1), axis=1)
+        bounds = tuple(np.atleast_1d(np.asarray(v)).tolist() for v in (lo, hi))
+        return bounds, signs[..., 0], cells, same
+
+    def _box_row_estimates(self, lo: ArrayLike, hi: ArrayLike) -> NDArray[np.float64]:
+        """Row estimates ``s_i(q) * released counter``, shape (R, boxes, rows)."""
+        if self._box is not None:
+            bounds = tuple(np.atleast_1d(np.asarray(v)).tolist() for v in (lo, hi))
+            if bounds != self._box[0]:
+                raise InputError(f"lo, hi must be the declared box {self._box[0]} (got {bounds})")
+            _, signs, cells, same = self._box
+        else:
+            _, signs, cells, same = self._box_cells(lo, hi)
+        R = self._counts.shape[0]
+        if signs.shape[1] == 0 or (self._T is not None and self._t == 0):
+            # Empty box, or nothing updated yet: the answer 0 does not depend on the data.
+            return np.zeros((R, 0, self._rows))
         values = np.take_along_axis(self._counts.reshape(R, -1), cells, axis=1)
         if self._tree is None:
             self._released = True
             values = values + np.take_along_axis(self._noise.reshape(R, -1), cells, axis=1)
+        elif self._box is not None:  # the tree runs over the box's slots; a shared counter reads its first
+            values = values + np.take_along_axis(self._tree.at(self._t), same, axis=1)
         else:
             values = values + self._tree.at(self._t, cells)  # the tree release at step t
-        return signs[..., 0] * values.reshape(R, -1, self._rows)
+        return signs * values.reshape(R, -1, self._rows)
 
     def query(self, lo: ArrayLike, hi: ArrayLike) -> float | NDArray[np.float64]:
         """The private count of points in the box ``prod_j [lo_j, hi_j)``.

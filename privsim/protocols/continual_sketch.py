@@ -300,7 +300,9 @@ class ContinualRange(_SketchStream):
         return self.d * (self.B.bit_length() - 1) + 1  # the point, plus one bit for "none"
 
     def mechanism(self, seed: SeedLike, trials: int | None = None) -> RangeCounter:
-        return RangeCounter(self.B, self.d, self.rows, self.width, self.rho, T=self.T, seed=seed, trials=trials)
+        box = None if trials is None else (self._lo, self._hi)  # noise only for the counters the box reads
+        return RangeCounter(self.B, self.d, self.rows, self.width, self.rho, T=self.T, seed=seed, trials=trials,
+                            box=box)
 
     def step(self, mech: RangeCounter, updates: np.ndarray, n: int) -> np.ndarray:
         present = updates[..., 0] >= 0  # (R, n); an absent point is an update of weight 0
