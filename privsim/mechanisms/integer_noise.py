@@ -455,8 +455,11 @@ def skellam_share(rng: np.random.Generator, variance: float, size: Any = ()) -> 
 def skellam_tail_bound(variance: float, failure_log2: int = 40) -> int:
     """An integer B with Pr[|Sk(variance)| > B] <= 2^-failure_log2.
 
-    Sk = P1 - P2 with P1, P2 ~ Pois(variance/2); |Sk| > B needs P1 > B or P2 > B, so B is
-    the Poisson quantile at 2^-(failure_log2 + 1).
+    Two bounds, the smaller wins. |Sk| > B needs P1 > B or P2 > B (Sk = P1 - P2, both
+    Pois(mu/2)): the Poisson quantile at 2^-(f+1), tight for small mu. And Chernoff:
+    E e^{lambda Sk} = exp(mu (cosh lambda - 1)), so
+    Pr[Sk >= B] <= exp(-I(B)) with I(B) = B asinh(B/mu) - mu (sqrt(1 + (B/mu)^2) - 1) (the
+    optimal lambda = asinh(B/mu)), and B is the smallest integer with 2 exp(-I(B)) <= 2^-f.
 
     Parameters
     ----------
@@ -477,12 +480,22 @@ def skellam_tail_bound(variance: float, failure_log2: int = 40) -> int:
 
     Examples
     --------
-    >>> skellam_tail_bound(2.0, 40)
-    14
+    >>> skellam_tail_bound(2.0, 40), skellam_tail_bound(300.0, 20)
+    (14, 94)
     """
-    variance = _checks.positive("variance", variance, scalar=True)
+    mu = _checks.positive("variance", variance, scalar=True)
     f = _checks.integer("failure_log2", failure_log2, 1, 1000)
-    return int(stats.poisson.isf(2.0 ** -(f + 1), variance / 2.0))
+    target = (f + 1) * math.log(2.0)
+
+    def rate(b: float) -> float:  # I(B) - target, increasing in B
+        r = b / mu
+        return b * math.asinh(r) - mu * (math.sqrt(1.0 + r * r) - 1.0) - target
+
+    hi = 1.0
+    while rate(hi) < 0:
+        hi *= 2.0
+    chernoff = int(math.ceil(optimize.brentq(rate, 0.0, hi, xtol=1e-9)))
+    return min(chernoff, int(stats.poisson.isf(2.0 ** -(f + 1), mu / 2.0)))
 
 
 def skellam_rdp(alpha: int, variance: float, sensitivity: float = 1.0) -> float:
