@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from privsim.errors import InputError, ParameterError
-from privsim.network.schedule import CURATOR, Schedule
-from privsim.privacy import Privacy
+from privsim.network.schedule import CURATOR, PUBLIC_COALITION, Schedule
+from privsim.privacy import Privacy, as_claim
 
 if TYPE_CHECKING:
     from privsim.parties.context import PartyContext
 
-__all__ = ["Param", "Privacy", "Protocol", "REQUIRED"]
+__all__ = ["Param", "Privacy", "Protocol", "REQUIRED", "claim_for"]
 
 REQUIRED: Any = object()
 
@@ -346,3 +346,15 @@ class Protocol:
 def _rebuild(cls: type[Protocol], params: dict[str, Any]) -> Protocol:
     """Unpickle a protocol by building it again from its parameters."""
     return cls(**params)
+
+
+def claim_for(protocol: Protocol, members: Sequence[int | str], n: int, t: int) -> Privacy | None:
+    """The protocol's claim for a coalition (``public`` included), checked to be a claim.
+
+    >>> from privsim.protocols import CentralLaplace
+    >>> claim_for(CentralLaplace(epsilon=0.5), ("public",), 4, 3)
+    Privacy(epsilon=0.5, delta=0.0)
+    """
+    if tuple(members) == PUBLIC_COALITION:
+        return as_claim(protocol.public_privacy(n, t), f"{protocol.name or type(protocol).__name__}.public_privacy()")
+    return as_claim(protocol.privacy(members, n, t), f"{protocol.name or type(protocol).__name__}.privacy()")
