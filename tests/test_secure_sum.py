@@ -293,7 +293,7 @@ def test_gaussian_claims_are_exact_for_the_residual_noise():
     full = proto.privacy([0, 1, 2], n, t)  # |T| = t: exactly N(0, sigma2), the calibrated noise
     assert full.measure == "gaussian" and full.mu == pytest.approx(1 / sigma, rel=1e-12)
     assert full.epsilon_at(1e-5) == pytest.approx(1.0, rel=1e-9)
-    assert full.paper == privsim.Privacy(1.0, 1e-5) and full.paper.measure == "approx"
+    assert full.paper is None  # the calibration's (1, 1e-5): the same point of the same curve
     one = proto.privacy([0], n, t)         # 9 honest shares: variance sigma2 9/7
     assert one.mu == pytest.approx(1 / (sigma * math.sqrt(9 / 7)), rel=1e-12)
     assert one.epsilon_at(1e-5) < 0.9 and one.paper == privsim.Privacy(1.0, 1e-5)
@@ -335,3 +335,14 @@ def test_bad_parameters_are_refused_with_one_clear_line():
         privsim.simulate(SecureSum(), [0, 1, 2], t=1)
     with pytest.raises(InputError, match=r"integers in \[0, 3\]"):
         privsim.simulate(SecureSum(max_input=3), [0, 1, -1], t=1)
+
+
+def test_the_outside_observer_reads_the_release_with_all_n_shares_as_noise():
+    n, t = 10, 3
+    proto = SecureSum(noise="gaussian", rho=0.125)  # sigma2 = 4
+    assert proto.publishes(n, t) == (0,)
+    claim = proto.public_privacy(n, t)
+    assert claim.mu == pytest.approx(1 / math.sqrt(4 * n / (n - t)), rel=1e-12)
+    assert SecureSum(noise="laplace", epsilon=0.5).public_privacy(n, t) == privsim.Privacy(0.5)
+    assert SecureSum(noise="none").public_privacy(n, t) is None
+    assert SecureSum(noise="laplace", broadcast=True).publishes(n, t) == tuple(range(n))

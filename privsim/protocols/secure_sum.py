@@ -89,6 +89,7 @@ Privacy (the claim travels with the calibration: :meth:`DistributedNoiseSum.priv
   ``None`` for ``none``).
 - |T| <= t and T sees no released value: Privacy(0): the view is independent of the
   other parties' inputs.
+- ``public`` (the release only): the family's claim for all n shares.
 
 Lemma (flow privacy), used here and by :mod:`privsim.protocols.ck_sum`. Call a protocol
 a *flow*: nodes (each owned by one party) form a DAG with one final node c; every other
@@ -363,8 +364,8 @@ class DistributedNoiseSum(IntegerInputs):
         It is the claim towards a coalition of exactly t (the paper's statement for every
         coalition of size <= t); :meth:`privacy` is exact where the family allows it.
 
-        >>> SecureSum(noise="gaussian", epsilon=0.5, delta=1e-7).output_privacy()
-        Privacy(epsilon=0.5, delta=1e-07)
+        >>> round(SecureSum(noise="gaussian", epsilon=0.5, delta=1e-7).output_privacy().epsilon, 9)
+        0.5
         """
         claim = self.family.privacy(1, 1)
         return None if claim is None else (claim.paper or claim)
@@ -377,6 +378,14 @@ class DistributedNoiseSum(IntegerInputs):
             return Privacy(0.0)  # flow-privacy lemma: the view is independent of the others' inputs
         # the view is the sum plus the n - |T| honest shares it does not know (m = n - t per unit)
         return self.family.privacy(n - len(members), n - t)
+
+    def publishes(self, n: int, t: int) -> tuple[int | str, ...]:
+        """The released value: the output of :meth:`output_party` (with ``broadcast``, every party's copy)."""
+        return tuple(range(n)) if self.broadcast else (self.output_party(n, t),)
+
+    def public_privacy(self, n: int, t: int) -> Privacy | None:
+        """The outside observer reads the release and knows no share: all n shares are noise to it."""
+        return self.family.privacy(n, n - t)
 
     def audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
                     t: int, x: np.ndarray | None = None,
