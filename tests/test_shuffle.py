@@ -163,3 +163,11 @@ def test_audit_scenario_states_the_three_epsilons():
     assert bounds["fmt_closed_form"] is None and bounds["local"] == 2.0
     claim = proto.privacy(("C",), data["n"], data["n"] - 1)
     assert claim.epsilon == bounds["exact"] and claim.paper.epsilon == bounds["fmt_numerical"]
+
+
+def test_above_the_exact_limit_the_claim_is_the_fmt_bound():
+    proto = ShuffleRR(epsilon=4.0, delta=1e-6)
+    n = shuffle_module.EXACT_LIMIT + 1000
+    claim = proto.privacy(("C",), n, n - 1)
+    assert claim.epsilon == pytest.approx(fmt_epsilon(1e-6, 4.0, n)) and claim.paper is None
+    assert proto.amplification(n)["exact"] is None and claim.epsilon < 4.0

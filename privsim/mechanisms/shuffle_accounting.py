@@ -42,6 +42,7 @@ __all__ = [
     "fmt_delta",
     "fmt_epsilon",
     "fmt_closed_form",
+    "fmt_local_epsilon",
 ]
 
 #: The values of C ~ Bin(h-1, e^-eps0) outside mean +- _WINDOW_SD sd are not summed; their mass is added to delta.
@@ -302,3 +303,47 @@ def fmt_closed_form(delta: float, eps0: float, n: int) -> float | None:
     e0 = math.exp(eps0)
     inner = 8.0 * math.sqrt(e0 * math.log(4.0 / delta) / n) + 8.0 * e0 / n
     return math.log1p((e0 - 1.0) / (e0 + 1.0) * inner)
+
+
+def fmt_local_epsilon(epsilon: float, delta: float, n: int) -> float:
+    """The largest local eps0 whose [FMT21] numerical bound for n shuffled reports is <= ``epsilon`` at ``delta``.
+
+    A calibration: randomized response with this eps0 through a shuffler is (epsilon, delta)-DP
+    towards the curator by [FMT21] (and the exact count law, :func:`rr_count_epsilon`, only
+    improves on it).
+
+    Parameters
+    ----------
+    epsilon:
+        The target central epsilon > 0.
+    delta:
+        delta in (0, 1).
+    n:
+        The number of shuffled reports, >= 1.
+
+    Returns
+    -------
+    float
+        eps0 >= epsilon (shuffling never hurts: eps0 = epsilon always meets the target).
+
+    Raises
+    ------
+    ParameterError
+        If an argument is out of range.
+
+    Examples
+    --------
+    >>> e0 = fmt_local_epsilon(1.0, 1e-6, 1000)
+    >>> round(e0, 3), round(fmt_epsilon(1e-6, e0, 1000), 6)
+    (2.724, 1.0)
+    """
+    epsilon = _checks.positive("epsilon", epsilon, scalar=True)
+    delta = _checks.probability("delta", delta)
+    n = _checks.integer("n", n, 1)
+    excess = lambda e0: fmt_epsilon(delta, e0, n) - epsilon  # noqa: E731 -- increasing in eps0
+    hi = max(2.0 * epsilon, math.log(n) + 1.0)
+    if excess(hi) <= 0:
+        return hi
+    if excess(epsilon * (1 + 1e-9)) > 0:
+        return epsilon
+    return float(optimize.brentq(excess, epsilon * (1 + 1e-9), hi, xtol=1e-8, rtol=1e-8))

@@ -70,10 +70,14 @@ from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import PartyContext
 from privsim.protocols.base import Param, Privacy, Protocol
 
-__all__ = ["SHUFFLER", "ShuffleRR"]
+__all__ = ["EXACT_LIMIT", "SHUFFLER", "ShuffleRR"]
 
 #: The party that plays the shuffler (p_1).
 SHUFFLER = 0
+
+#: Above this many unknown reports the exact count law (O(h^2) memory and time) is not
+#: computed; the claim is then the FMT bound, which holds for every eps0-LDP randomizer.
+EXACT_LIMIT = 4096
 
 
 class ShuffleRR(Protocol):
@@ -148,16 +152,20 @@ class ShuffleRR(Protocol):
         >>> ShuffleRR(epsilon=2.0).curator_claim(100).paper.epsilon > 1.99  # FMT: no amplification at n = 100
         True
         """
+        fmt = Privacy(fmt_epsilon(self.delta, self.epsilon, honest), self.delta)
+        if honest > EXACT_LIMIT:
+            return fmt  # still a true claim: FMT holds for any eps0-LDP randomizer, RR included
         exact = Privacy(rr_count_epsilon(self.delta, self.epsilon, honest), self.delta)
-        return exact.with_paper(Privacy(fmt_epsilon(self.delta, self.epsilon, honest), self.delta))
+        return exact.with_paper(fmt)
 
     def amplification(self, n: int) -> dict[str, float | None]:
-        """The curator's epsilon at ``delta`` three ways: exact, FMT numerical, FMT closed form; and eps0.
+        """The curator's epsilon at ``delta`` three ways: exact (None above :data:`EXACT_LIMIT`), FMT
+        numerical, FMT closed form (None outside its condition); and the local eps0.
 
         >>> {k: round(v, 3) for k, v in ShuffleRR(epsilon=2.0).amplification(1000).items() if v is not None}
         {'exact': 0.323, 'fmt_numerical': 0.545, 'local': 2.0}
         """
-        return {"exact": rr_count_epsilon(self.delta, self.epsilon, n),
+        return {"exact": rr_count_epsilon(self.delta, self.epsilon, n) if n <= EXACT_LIMIT else None,
                 "fmt_numerical": fmt_epsilon(self.delta, self.epsilon, n),
                 "fmt_closed_form": fmt_closed_form(self.delta, self.epsilon, n),
                 "local": float(self.epsilon)}
