@@ -94,8 +94,8 @@ def _shuffle_rr(epsilon: float, n: int) -> ShuffleRR:
     return ShuffleRR(epsilon=fmt_local_epsilon(epsilon, HEADLINE_DELTA, n), delta=HEADLINE_DELTA)
 
 
-#: The SUM protocols of the study, by key (the order of the legend; the position also picks
-#: each protocol's independent seed, so the first three keep their seeds of the first study).
+#: The SUM protocols of the study, by key (the order of the legend; the position, with n,
+#: picks each simulation's independent seed).
 PROTOCOLS: dict[str, HeadlineProtocol] = {
     "rr": HeadlineProtocol("randomized response", "#c44e52", "o",
                            lambda e, n: RandomizedResponse(epsilon=e), lambda p, n, t: math.sqrt(p.variance(n))),
@@ -206,8 +206,9 @@ def headline_study(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trials: 
             proto = spec.build(epsilon, n)
             if progress is not None:
                 progress(f"{proto.name} n={n} trials={r}")
-            # independent randomness per protocol (the secure sums would otherwise draw the same noise)
-            stream = np.random.SeedSequence(seed, spawn_key=(list(PROTOCOLS).index(key),))
+            # independent randomness per protocol and n (a curator's stream does not depend on n:
+            # with one seed, the central mechanism would add the same noise at every n)
+            stream = np.random.SeedSequence(seed, spawn_key=(list(PROTOCOLS).index(key), n))
             sub_seed = int(stream.generate_state(1)[0])
             res = simulate(proto, x, trials=r, seed=sub_seed, t=tn, record=False)
             entry = out[key]
