@@ -80,6 +80,13 @@ class HeadlineProtocol:
 
     ``build(epsilon, n)`` returns the protocol calibrated to central ``epsilon`` at n
     parties; ``sd(protocol, n, t)`` is the exact standard deviation of its error.
+
+    Examples
+    --------
+    >>> spec = PROTOCOLS["secure_sum"]
+    >>> proto = spec.build(1.0, 10)
+    >>> proto.name, round(spec.sd(proto, 10, 2), 4)  # sqrt(2 b^2 n/(n-t)), b = 1
+    ('secure-sum', 1.5811)
     """
 
     label: str
