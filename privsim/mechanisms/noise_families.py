@@ -7,10 +7,11 @@ every question such a protocol asks of its noise, for any m:
 
 - :meth:`~NoiseFamily.share`: one party's share (a party's trial rng or a Generator);
 - :meth:`~NoiseFamily.shares_variance`: the variance of a sum of ``count`` shares;
-- :meth:`~NoiseFamily.tail_bound`: B with Pr[|sum of count shares| > B] <= 2^-f, for the
-  modulus (docs/architecture.md, where a claim is made);
+- :meth:`~NoiseFamily.tail_bound`: B with Pr[|sum of count shares| > B] <= 2^-f, from
+  which the protocol chooses its modulus (the sum wraps with probability <= 2^-f);
 - :meth:`~NoiseFamily.privacy`: the claim towards a view that holds the input sum plus
-  the sum of ``honest`` shares it does not know (the privacy map), with the family's
+  the sum of ``honest`` shares it does not know (the privacy map; where claims are made
+  and checked: docs/architecture.md, "Claims and verdicts"), with the family's
   blanket claim (that of exactly m shares: a coalition of t) as ``paper`` where they
   differ. Extra honest shares are independent noise on top of m of them, so any claim
   for m shares also holds for more (post-processing).
