@@ -315,7 +315,7 @@ class StateTable:
             cap = max(need, 2 * self.last.shape[0], 4)
             self.last = np.concatenate([self.last, np.zeros(cap - self.last.shape[0], np.int64)])
             self.mask = np.concatenate([self.mask, np.zeros(cap - self.mask.shape[0], np.int64)])
-            data = np.empty((cap, self.width), dtype=np.float64)
+            data = np.zeros((cap, self.width), dtype=np.float64)
             data[: self.size] = self.data[: self.size]
             self.data = data
         self.size = need
