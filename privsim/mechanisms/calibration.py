@@ -129,18 +129,24 @@ def step_form(T: int, tau: int) -> float:
 
 
 def _envelope(quads: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The quadratics (rows q2, q1, q0) that are maximal somewhere on B in [0, 1]."""
+    """The quadratics (rows q2, q1, q0) that are maximal somewhere on B in [0, 1].
+
+    On each interval between consecutive crossing points of two quadratics the order of
+    all of them is fixed, so testing the crossings and the midpoints between them finds
+    every quadratic on the upper envelope.
+    """
     quads = np.unique(np.round(quads, 14), axis=0)
     if len(quads) == 1:
         return quads
-    points = [0.0, 1.0]
-    for i in range(len(quads)):
-        for j in range(i + 1, len(quads)):
-            diff = quads[i] - quads[j]
-            for r in np.roots(diff) if np.any(diff[:2]) else []:
-                if abs(r.imag) < 1e-12 and 0.0 < r.real < 1.0:
-                    points.append(float(r.real))
-    pts = np.sort(np.array(points))
+    i, j = np.triu_indices(len(quads), 1)
+    a, b, c = (quads[i] - quads[j]).T  # crossings: a B^2 + b B + c = 0
+    disc = b * b - 4 * a * c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sq = np.sqrt(np.where(disc >= 0, disc, np.nan))
+        quad_roots = np.concatenate([(-b + sq) / (2 * a), (-b - sq) / (2 * a)])
+        lin_roots = np.where((a == 0) & (b != 0), -c / b, np.nan)
+    roots = np.concatenate([quad_roots[np.isfinite(quad_roots)], lin_roots[np.isfinite(lin_roots)]])
+    pts = np.unique(np.concatenate([[0.0, 1.0], roots[(roots > 0) & (roots < 1)]]))
     test = np.concatenate([pts, (pts[1:] + pts[:-1]) / 2])
     values = quads[:, :1] * test**2 + quads[:, 1:2] * test + quads[:, 2:]
     best = values.max(axis=0)

@@ -34,7 +34,7 @@ from privsim.mechanisms.noise_source import NoiseSource
 from privsim.mechanisms.tree import FastGaMe, LaplaceFastGaMe, tree_height
 from privsim.parties.rng import TrialRNG
 
-__all__ = ["ContinualCounter", "continual_sigma2", "continual_noise", "noise_source", "noise_scale",
+__all__ = ["ContinualCounter", "continual_sigma2", "continual_noise", "make_noise", "noise_scale",
            "NOISE_KINDS"]
 
 #: The noise sources of continual release, by the name ``noise=`` takes.
@@ -129,7 +129,7 @@ def noise_scale(kind: str, T: int, *, rho: float | None = None, epsilon: float |
     return optimize_blt(T, buffers).sensitivity2(T) * sensitivity**2 / (2.0 * rho)
 
 
-def noise_source(kind: str, T: int, scale: float, k: int = 1, seed: SeedLike | TrialRNG = None, *,
+def make_noise(kind: str, T: int, scale: float, k: int = 1, seed: SeedLike | TrialRNG = None, *,
                  buffers: int = DEFAULT_BUFFERS) -> NoiseSource:
     """The lazy noise source ``kind`` with the given scale (see :func:`noise_scale`).
 
@@ -152,7 +152,7 @@ def noise_source(kind: str, T: int, scale: float, k: int = 1, seed: SeedLike | T
 
     Examples
     --------
-    >>> noise_source("laplace-tree", 16, 2.0).variance      # (h + 1) 2 b^2
+    >>> make_noise("laplace-tree", 16, 2.0).variance      # (h + 1) 2 b^2
     40.0
     """
     if _check_kind(kind) == "tree":
@@ -166,14 +166,14 @@ def continual_noise(kind: str = "tree", T: int = 1024, *, rho: float | None = No
                     epsilon: float | None = None, sensitivity: float = 1.0, k: int = 1,
                     seed: SeedLike | TrialRNG = None, calibration: str = "paper",
                     buffers: int = DEFAULT_BUFFERS) -> NoiseSource:
-    """A noise source calibrated to a privacy budget: :func:`noise_source` of :func:`noise_scale`.
+    """A noise source calibrated to a privacy budget: :func:`make_noise` of :func:`noise_scale`.
 
     Parameters
     ----------
     kind, T, rho, epsilon, sensitivity, calibration, buffers:
         As for :func:`noise_scale`.
     k, seed:
-        As for :func:`noise_source`.
+        As for :func:`make_noise`.
 
     Returns
     -------
@@ -188,7 +188,7 @@ def continual_noise(kind: str = "tree", T: int = 1024, *, rho: float | None = No
     """
     scale = noise_scale(kind, T, rho=rho, epsilon=epsilon, sensitivity=sensitivity,
                         calibration=calibration, buffers=buffers)
-    return noise_source(kind, T, scale, k=k, seed=seed, buffers=buffers)
+    return make_noise(kind, T, scale, k=k, seed=seed, buffers=buffers)
 
 
 class ContinualCounter:
@@ -278,7 +278,7 @@ class ContinualCounter:
         self.epsilon = float(epsilon) if noise == "laplace-tree" else None  # type: ignore[arg-type]
         self.sensitivity = float(sensitivity)
         #: The noise source (read it, do not query it).
-        self.noise = noise_source(noise, T, scale, k=k, seed=seed, buffers=buffers)
+        self.noise = make_noise(noise, T, scale, k=k, seed=seed, buffers=buffers)
         self.sigma2 = 2.0 * scale**2 if noise == "laplace-tree" else scale
         self.T, self.k = self.noise.T, self.noise.k
         self.h = tree_height(self.T)

@@ -28,7 +28,7 @@ from privsim.mechanisms._seeding import SeedLike, as_generator
 from privsim.mechanisms._slots import SlotTable
 from privsim.parties.rng import TrialRNG
 
-__all__ = ["NoiseSource", "StateTable", "tree_height", "MAX_HEIGHT"]
+__all__ = ["NoiseSource", "StateTable"]
 
 #: Largest supported tree height: levels 0..h must fit in the bits of an int64.
 MAX_HEIGHT = 62

@@ -93,7 +93,7 @@ from privsim.errors import InputError, ParameterError
 from privsim.mechanisms.accounting import zcdp_to_approx_dp
 from privsim.mechanisms.blt import optimize_blt
 from privsim.mechanisms.calibration import CALIBRATIONS
-from privsim.mechanisms.continual import NOISE_KINDS, noise_scale, noise_source
+from privsim.mechanisms.continual import NOISE_KINDS, make_noise, noise_scale
 from privsim.mechanisms.noise_source import NoiseSource
 from privsim.mechanisms.tree import FastGaMe, tree_height
 from privsim.network.schedule import CURATOR, Schedule
@@ -358,14 +358,14 @@ class ContinualSum(Protocol):
         with the paper's calibration), the variance of z (blt), or 2 b^2 (laplace-tree)."""
         return 2.0 * self.scale**2 if self.pure else self.scale
 
-    def noise_source(self, k: int = 1, seed: object = None) -> NoiseSource:
+    def make_noise(self, k: int = 1, seed: object = None) -> NoiseSource:
         """The curator's noise source (k coordinates; a TrialRNG seed makes them the trials)."""
-        return noise_source(self.noise, self.T, self.scale, k=k, seed=seed)  # type: ignore[arg-type]
+        return make_noise(self.noise, self.T, self.scale, k=k, seed=seed)  # type: ignore[arg-type]
 
     @property
     def variance(self) -> float:
         """Largest variance of a step's error: (h + 1) s^2 for the trees (section 2), at t = T for blt."""
-        return self.noise_source().variance
+        return self.make_noise().variance
 
     def _loss(self, stream: bool) -> float:
         """rho (Gaussian) or epsilon (Laplace) towards one update (False) or one party's stream (True)."""
@@ -467,7 +467,7 @@ class ContinualSum(Protocol):
     async def curator(self, ctx: PartyContext) -> None:
         # One source whose coordinates are the trials, each drawn from its own block
         # stream: the releases do not depend on how the trials are split into batches.
-        noise, every = self.noise_source(ctx.trials, ctx.rng), np.arange(ctx.trials)
+        noise, every = self.make_noise(ctx.trials, ctx.rng), np.arange(ctx.trials)
         total = np.zeros(ctx.trials)
         released = np.empty((ctx.trials, self.T))
         for s in range(1, self.T + 1):
