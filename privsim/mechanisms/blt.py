@@ -279,19 +279,28 @@ def write_blt_table(path: str, buffers: int = DEFAULT_BUFFERS, heights: range = 
     heights:
         The exponents h.
     """
-    lines, previous = [], None
+    table, previous = {}, None
     for h in heights:
         starts = [_start(1 << h, buffers)] + ([_pack(previous)] if previous is not None else [])
         previous = _minimize(1 << h, buffers, starts)
-        q = ", ".join(repr(float(v)) for v in previous.q)
-        alpha = ", ".join(repr(float(v)) for v in previous.alpha)
-        lines.append(f"    ({h}, {buffers}): (({q}), ({alpha})),")
-    header = ('"""BLT parameters (q = 1 - theta, alpha) per (log2 T, buffers), written by\n'
-              'privsim.mechanisms.blt.write_blt_table; regenerate rather than edit."""\n\n'
-              "from __future__ import annotations\n\n__all__ = [\"TABLE\"]\n\n"
-              "TABLE: dict[tuple[int, int], tuple[tuple[float, ...], tuple[float, ...]]] = {\n")
+        table[(h, buffers)] = (tuple(map(float, previous.q)), tuple(map(float, previous.alpha)))
     with open(path, "w") as out:
-        out.write(header + "\n".join(lines) + "\n}\n")
+        out.write(_format_table(table))
+
+
+def _format_table(table: dict[tuple[int, int], tuple[tuple[float, ...], tuple[float, ...]]]) -> str:
+    """The table module's source: one key per block, at most three numbers per line."""
+    def numbers(values: tuple[float, ...]) -> str:
+        rows = [", ".join(repr(v) for v in values[i : i + 3]) for i in range(0, len(values), 3)]
+        return "(\n" + "".join(f"            {row},\n" for row in rows) + "        )"
+
+    body = "".join(f"    {key!r}: (\n        {numbers(q)},\n        {numbers(a)},\n    ),\n"
+                   for key, (q, a) in table.items())
+    return ('"""BLT parameters (q = 1 - theta, alpha) per (log2 T, buffers), written by\n'
+            'privsim.mechanisms.blt.write_blt_table; regenerate rather than edit."""\n\n'
+            "from __future__ import annotations\n\n__all__ = [\"TABLE\"]\n\n"
+            "TABLE: dict[tuple[int, int], tuple[tuple[float, ...], tuple[float, ...]]] = {\n"
+            + body + "}\n")
 
 
 def sqrt_toeplitz_sums(T: int) -> tuple[float, float]:
