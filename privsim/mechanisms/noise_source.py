@@ -113,6 +113,12 @@ class _GeneratorDraws:
     def gamma(self, shape: NDArray[np.float64]) -> NDArray[np.float64]:
         return self.rng.gamma(shape)
 
+    def gamma1(self, shape: float) -> float:
+        return float(self.rng.gamma(shape))
+
+    def beta1(self, a: float, b: float) -> float:
+        return float(self.rng.beta(a, b))
+
     def beta(self, a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
         return self.rng.beta(a, b)
 
@@ -144,6 +150,12 @@ class _TrialDraws:
     def gamma(self, shape: NDArray[np.float64]) -> NDArray[np.float64]:
         self._check(len(shape))
         return self.rng.gamma(np.asarray(shape, dtype=np.float64))
+
+    def gamma1(self, shape: float) -> float:
+        return float(self.gamma(np.array([shape]))[0])
+
+    def beta1(self, a: float, b: float) -> float:
+        return float(self.beta(np.array([a], dtype=np.float64), np.array([b], dtype=np.float64))[0])
 
     def beta(self, a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
         self._check(len(a))

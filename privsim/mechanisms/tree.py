@@ -643,15 +643,22 @@ class LaplaceFastGaMe(_LaplaceNodes, _LazyTree):
     def _gammas(self, shape: NDArray[np.float64]) -> NDArray[np.float64]:
         return self.scale * self._draws.gamma(shape)
 
+    # one coordinate: the same draws as the vectorized path, with Python floats
     def _start_one(self, row: NDArray[np.float64]) -> None:
-        self._start_many(row, np.zeros(1, dtype=np.int64))
+        b, h, neg, gamma1 = self.scale, self.h, self._neg, self._draws.gamma1
+        row[0], row[neg] = b * gamma1(1.0), b * gamma1(1.0)  # the root's two Exp(b) halves
+        if h:
+            self._tail_one(row, 0)
 
     def _bridge_one(self, row: NDArray[np.float64], a: int, m: int, c: int) -> None:
-        one = np.ones(1, dtype=np.int64)
-        self._bridge_many(row, one * 0, one * a, one * m, one * c)
+        for part in (0, self._neg):
+            lo = float(row[part + a])
+            row[part + m] = lo + (float(row[part + c]) - lo) * self._draws.beta1(m - a, c - m)
 
     def _tail_one(self, row: NDArray[np.float64], m: int) -> None:
-        self._tail_many(row, np.zeros(1, dtype=np.int64), np.full(1, m, dtype=np.int64))
+        h, b = self.h, self.scale
+        for part in (0, self._neg):
+            row[part + h] = float(row[part + m]) + b * self._draws.gamma1(float(h - m))
 
     def _start_many(self, flat: NDArray[np.float64], base: NDArray[np.int64]) -> None:
         ones = np.ones(base.size)
