@@ -158,10 +158,8 @@ def test_blt_statistical_covariance_and_a_factor_two_mutant(monkeypatch):
     X = np.column_stack([blt.noise(t) for t in IRREGULAR])
     assert np.abs(_cov_z(X, C)).max() < 5
     # a jump law with twice the skipped steps' variance is caught by the same check
-    from privsim.mechanisms import blt as blt_module
-
-    real = blt_module._geom
-    monkeypatch.setattr(blt_module, "_geom", lambda lp, n: 2 * real(lp, n))
+    real = BLTNoise._factor
+    monkeypatch.setattr(BLTNoise, "_factor", lambda self, n: math.sqrt(2) * real(self, n))
     mutant = BLTNoise(T, s2, k=n, seed=62, params=p)
     Y = np.column_stack([mutant.noise(t) for t in IRREGULAR])
     assert np.abs(_cov_z(Y, C)).max() > 5
