@@ -269,7 +269,7 @@ class NoiseSource(ABC):
         if coords is None:
             if self.k == 1:
                 return self._noise_one(0, t)
-            keys = np.arange(self.k, dtype=np.int64)
+            return self._noise_many(np.arange(self.k, dtype=np.int64), t)  # sorted and distinct
         else:
             keys = integer_values("coords", coords, 0, self.k - 1)
             if keys.ndim == 0:
@@ -309,6 +309,9 @@ class StateTable:
 
     def __init__(self, k: int, width: int) -> None:
         self.table: SlotTable | None = SlotTable() if k > 1 else None
+        # True while coordinate i sits in row i for every stored i (the stored keys are
+        # 0..size-1): then rows need no hash lookup (a protocol's trials, a dense counter).
+        self.identity = True
         self.width = width
         self.size = 0
         self.last = np.zeros(0, dtype=np.int64)  # 0: not queried yet
@@ -340,6 +343,7 @@ class StateTable:
             return 0
         slot = self.table.get_or_insert_one(coord)
         if slot >= self.size:
+            self.identity = self.identity and slot == coord
             self.grow(1)
         return slot
 
@@ -356,6 +360,8 @@ class StateTable:
             if self.size == 0:
                 self.grow(1)
             slots = np.zeros(1, dtype=np.int64)
+        elif self.identity and coords[-1] < self.size:  # sorted: all stored, in their own rows
+            slots = coords.copy()
         else:
             slots = self.table.lookup(coords)
         known = slots >= 0
@@ -367,6 +373,7 @@ class StateTable:
             assert self.table is not None
             fresh = np.flatnonzero(~known)
             slots[fresh] = self.table.get_or_insert(coords[fresh])
+            self.identity = self.identity and bool(np.array_equal(slots[fresh], coords[fresh]))
             self.grow(fresh.size)
         return slots
 

@@ -119,6 +119,11 @@ def _bit_length(x: NDArray[np.int64]) -> NDArray[np.int64]:
     return e - rounded_up
 
 
+def _floats(levels: _I, like: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Level differences as one float per coordinate (a scalar when all coordinates agree)."""
+    return np.broadcast_to(np.asarray(levels, dtype=np.float64), like.shape)
+
+
 def _bridge(pa: _F, pc: _F, a: _I, m: _I, c: _I, s: float, z: _F) -> _F:
     """P_m drawn given P_a and P_c (a < m < c) from the standard normal(s) z.
 
@@ -453,8 +458,11 @@ class _LazyTree(_Tree):
                  last: NDArray[np.int64], t: int) -> None:
         """Alg. 1 l.15-31 for coordinates whose last query was before t."""
         h = self.h
-        m = h - _bit_length((last - 1) ^ (t - 1))
         w = self._state.mask[slots]
+        if last.min() == last.max() and (w == w[0]).all():
+            self._advance_together(flat, slots, base, int(last[0]), int(w[0]), t)
+            return
+        m = h - _bit_length((last - 1) ^ (t - 1))
         gap = np.flatnonzero(((w >> m) & 1) == 0)
         if gap.size:  # bridge between the valid levels a < m < c
             mg, wg = m[gap], w[gap]
@@ -462,6 +470,19 @@ class _LazyTree(_Tree):
             above = (wg >> (mg + 1)) << (mg + 1)
             self._bridge_many(flat, base[gap], a, mg, _bit_length(above & -above) - 1)
         self._tail_many(flat, base, m)
+        self._state.mask[slots] = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)
+
+
+    def _advance_together(self, flat: NDArray[np.float64], slots: NDArray[np.int64], base: NDArray[np.int64],
+                          last: int, w: int, t: int) -> None:
+        """_advance when every coordinate has the same history (a protocol's trials): scalar levels."""
+        h = self.h
+        m = h - ((last - 1) ^ (t - 1)).bit_length()
+        if not (w >> m) & 1:
+            a = (w & ((1 << m) - 1)).bit_length() - 1
+            above = (w >> (m + 1)) << (m + 1)
+            self._bridge_many(flat, base, a, m, (above & -above).bit_length() - 1)  # type: ignore[arg-type]
+        self._tail_many(flat, base, m)  # type: ignore[arg-type]
         self._state.mask[slots] = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)
 
 
@@ -671,9 +692,9 @@ class LaplaceFastGaMe(_LaplaceNodes, _LazyTree):
                      m: NDArray[np.int64], c: NDArray[np.int64]) -> None:
         for part in (base, base + self._neg):
             lo, hi = flat[part + a], flat[part + c]
-            flat[part + m] = lo + (hi - lo) * self._draws.beta((m - a).astype(float), (c - m).astype(float))
+            flat[part + m] = lo + (hi - lo) * self._draws.beta(_floats(m - a, base), _floats(c - m, base))
 
     def _tail_many(self, flat: NDArray[np.float64], base: NDArray[np.int64], m: NDArray[np.int64]) -> None:
         h = self.h
         for part in (base, base + self._neg):
-            flat[part + h] = flat[part + m] + self._gammas((h - m).astype(float))
+            flat[part + h] = flat[part + m] + self._gammas(_floats(h - m, base))

@@ -467,7 +467,7 @@ class ContinualSum(Protocol):
     async def curator(self, ctx: PartyContext) -> None:
         # One source whose coordinates are the trials, each drawn from its own block
         # stream: the releases do not depend on how the trials are split into batches.
-        noise, every = self.make_noise(ctx.trials, ctx.rng), np.arange(ctx.trials)
+        noise = self.make_noise(ctx.trials, ctx.rng)
         total = np.zeros(ctx.trials)
         released = np.empty((ctx.trials, self.T))
         for s in range(1, self.T + 1):
@@ -475,7 +475,7 @@ class ContinualSum(Protocol):
                 for i in range(ctx.n):
                     ctx.send(i, released[:, s - 2])
             total = total + (await ctx.end_round()).total()
-            released[:, s - 1] = total + noise.noise(s, every)  # A(s) + nu_s
+            released[:, s - 1] = total + noise.noise(s)  # A(s) + nu_s (all trials)
         if self.broadcast:
             for i in range(ctx.n):
                 ctx.send(i, released[:, -1])
