@@ -74,6 +74,7 @@ def test_exact_calibration_at_1024_and_the_paper_ratio():
     # the paper's s^2 spends only 0.597 of the budget; exact spends all of it
     assert tree_rho(1024, tree_sigma2(1024, rho), 1.0) / rho == pytest.approx(0.5969, abs=1e-4)
     assert FastGaMe(1024, exact).rho() == pytest.approx(rho, rel=1e-12)
+    assert FastGaMe.for_rho(1024, rho, calibration="exact").sigma2 == exact
     assert tree_rho(1024, exact, 2.0) == pytest.approx(4 * rho)  # Delta^2
     assert tree_sensitivity2(1) == pytest.approx(2 / 3)  # 0.89 of (h + 2)/4 at h = 1
     c = [tree_sensitivity2(h) for h in range(1, 63)]

@@ -356,9 +356,9 @@ class BLTNoise(NoiseSource):
 
     Examples
     --------
-    >>> blt = BLTNoise(1024, 1.0, k=3, seed=1, buffers=4)
+    >>> blt = BLTNoise(1024, 1.0, k=3, seed=1)
     >>> blt.noise(5, [0, 2]).shape, round(blt.variance_at(1), 3), round(blt.rho(), 3)
-    ((2,), 1.0, 1.64)
+    ((2,), 1.0, 1.636)
     """
 
     kind = "blt"

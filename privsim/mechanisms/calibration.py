@@ -113,8 +113,8 @@ def step_form(T: int, tau: int) -> float:
 
     Examples
     --------
-    >>> step_form(2, 1), step_form(2, 2)     # both 2/3
-    (0.6666666666666666, 0.6666666666666666)
+    >>> round(step_form(2, 1), 12), round(step_form(2, 2), 12)     # both 2/3
+    (0.666666666667, 0.666666666667)
     """
     h = _height(T)
     tau = integer("tau", tau, 1, 1 << h)

@@ -34,7 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 from privsim.errors import ParameterError
 from privsim.mechanisms._checks import integer, integer_values, positive
 from privsim.mechanisms._seeding import SeedLike
-from privsim.mechanisms.calibration import tree_rho
+from privsim.mechanisms.calibration import tree_rho, tree_sigma2
 from privsim.mechanisms.noise_source import MAX_HEIGHT, NoiseSource, StateTable, tree_height
 from privsim.parties.rng import TrialRNG
 
@@ -169,6 +169,33 @@ class _GaussianNodes(_Tree):
     @property
     def node_variance(self) -> float:
         return self.sigma2
+
+    @classmethod
+    def for_rho(cls, T: int, rho: float, k: int = 1, sensitivity: float = 1.0, seed: SeedLike = None,
+                calibration: str = "paper") -> _GaussianNodes:
+        """The tree with the node variance that makes its release rho-zCDP.
+
+        Parameters
+        ----------
+        T, k, seed:
+            As for the constructor.
+        rho:
+            zCDP budget.
+        sensitivity:
+            l2 bound on one update.
+        calibration:
+            ``"paper"`` ((h + 2) Delta^2/(8 rho)) or ``"exact"`` (the same rho exactly).
+
+        Returns
+        -------
+        GaussianTree or FastGaMe
+
+        Examples
+        --------
+        >>> FastGaMe.for_rho(1024, 0.5).sigma2, round(GaussianTree.for_rho(1024, 0.5, calibration="exact").rho(), 6)
+        (3.0, 0.5)
+        """
+        return cls(T, tree_sigma2(T, rho, sensitivity, calibration), k=k, seed=seed)  # type: ignore[call-arg]
 
     def rho(self, sensitivity: float = 1.0) -> float:
         """The exact zCDP of the release for updates of l2 norm <= ``sensitivity``.
