@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 
 from privsim.errors import ParameterError
 from privsim.mechanisms._checks import integer, positive
+from privsim.mechanisms.noise_source import tree_height
 
 __all__ = [
     "CALIBRATIONS",
@@ -116,7 +117,7 @@ def step_form(T: int, tau: int) -> float:
     >>> round(step_form(2, 1), 12), round(step_form(2, 2), 12)     # both 2/3
     (0.666666666667, 0.666666666667)
     """
-    h = _height(T)
+    h = tree_height(T)
     tau = integer("tau", tau, 1, 1 << h)
     a = _a(h)
     A = B = 1.0  # the leaf of tau carries 1
@@ -194,12 +195,6 @@ def tree_sensitivity2(h: int) -> float:
     return 1.0 + float((V[:, 0] + V[:, 1] + V[:, 2]).max())
 
 
-def _height(T: int) -> int:
-    from privsim.mechanisms.tree import tree_height  # tree imports this module
-
-    return tree_height(T)
-
-
 def tree_sigma2(T: int, rho: float, sensitivity: float = 1.0, calibration: str = "paper") -> float:
     """Node variance that makes the Gaussian tree over T steps rho-zCDP.
 
@@ -229,8 +224,6 @@ def tree_sigma2(T: int, rho: float, sensitivity: float = 1.0, calibration: str =
     >>> tree_sigma2(1024, 0.5), round(tree_sigma2(1024, 0.5, calibration="exact"), 4)
     (3.0, 1.7908)
     """
-    from privsim.mechanisms.tree import tree_height
-
     h = tree_height(T, minimum=2)
     rho = positive("rho", rho, scalar=True)
     sensitivity = positive("sensitivity", sensitivity, scalar=True)
@@ -261,7 +254,7 @@ def tree_rho(T: int, sigma2: float, sensitivity: float = 1.0) -> float:
     >>> round(tree_rho(1024, 3.0), 4)    # the paper's s^2 for rho = 0.5 spends only 0.2985
     0.2985
     """
-    h = _height(T)
+    h = tree_height(T)
     sigma2 = positive("sigma2", sigma2, scalar=True)
     sensitivity = positive("sensitivity", sensitivity, scalar=True)
     return tree_sensitivity2(h) * sensitivity**2 / (2.0 * sigma2)

@@ -42,29 +42,11 @@ NOISE_KINDS: tuple[str, ...] = ("tree", "blt", "laplace-tree")
 
 
 def continual_sigma2(T: int, rho: float, sensitivity: float = 1.0, calibration: str = "paper") -> float:
-    """Node variance that makes the Gaussian tree over T steps rho-zCDP.
+    """Node variance that makes the Gaussian tree over T steps rho-zCDP (the name scripts use).
 
-    Parameters
-    ----------
-    T:
-        Number of time steps, a power of two >= 2.
-    rho:
-        zCDP budget, > 0.
-    sensitivity:
-        l2 bound Delta on one update.
-    calibration:
-        ``"paper"`` (appendix B) or ``"exact"`` (:func:`~privsim.mechanisms.calibration.tree_sigma2`).
-
-    Returns
-    -------
-    float
-        s^2 = (log2 T + 2) / (8 rho) * Delta^2 (Pagh & Sejer, appendix B), or the exact one.
-
-    Raises
-    ------
-    ParameterError
-        If T is not a power of two >= 2 (for T = 1 there is no sibling and the
-        appendix-B sensitivity sqrt(h + 2)/2 does not hold), or rho, Delta <= 0.
+    The same function as :func:`~privsim.mechanisms.calibration.tree_sigma2` (parameters,
+    returns and errors there): (log2 T + 2) Delta^2 / (8 rho) (Pagh & Sejer, appendix B) by
+    default, the exact node variance with ``calibration="exact"``.
 
     Examples
     --------

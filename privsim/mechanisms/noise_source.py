@@ -82,8 +82,6 @@ class _GeneratorDraws:
     scalar and the vectorized paths still read one sequence.
     """
 
-    lanes = 0
-
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng
         self._block = np.zeros(0)

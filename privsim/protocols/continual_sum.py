@@ -34,6 +34,17 @@ privacy, 4 rho. Both bounds come from the factorization and are upper bounds: th
 divergence of the released Gaussian is smaller (at T = 16 about 0.75x for one event and
 0.57x for a whole stream).
 
+Noise (``noise``, ``calibration``)
+----------------------------------
+``noise="tree"`` (the default) is the tree above with the paper's node variance, or with
+``calibration="exact"`` the node variance that spends exactly rho for event-level
+neighbours (:mod:`privsim.mechanisms.calibration`; refused for ``level="party"``).
+``noise="blt"`` is buffered linear Toeplitz noise (:mod:`privsim.mechanisms.blt`): its
+event- and party-level rho are exact (C >= 0: the worst stream is the constant one).
+``noise="laplace-tree"`` puts Laplace noise on the tree's nodes, b = (h + 2) Delta/(2 epsilon)
+(appendix B's R in l1), and the claims are pure: epsilon per event, T epsilon per party
+stream (triangle inequality); ``rho`` is then unused.
+
 Who sees what, and the claim (:meth:`ContinualSum.privacy`)
 -----------------------------------------------------------
 The claim is for the simulator's neighbour relation (docs/architecture.md, "Claims and verdicts": x and x'
