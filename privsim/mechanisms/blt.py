@@ -278,6 +278,17 @@ def write_blt_table(path: str, buffers: int = DEFAULT_BUFFERS, heights: range = 
         d.
     heights:
         The exponents h.
+
+    Examples
+    --------
+    >>> import tempfile, importlib.util
+    >>> path = tempfile.mkstemp(suffix=".py")[1]
+    >>> write_blt_table(path, buffers=2, heights=range(1, 3))
+    >>> spec = importlib.util.spec_from_file_location("table", path)
+    >>> table = importlib.util.module_from_spec(spec); spec.loader.exec_module(table)
+    >>> sorted(table.TABLE)
+    [(1, 2), (2, 2)]
+    >>> import os; os.remove(path)
     """
     table, previous = {}, None
     for h in heights:

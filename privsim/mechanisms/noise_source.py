@@ -172,6 +172,13 @@ class NoiseSource(ABC):
         Horizon and number of independent coordinates.
     kind:
         ``"tree"``, ``"laplace-tree"`` or ``"blt"``: the name :func:`continual_noise` takes.
+
+    Examples
+    --------
+    >>> from privsim.mechanisms import continual_noise
+    >>> sources = [continual_noise(kind, 64, rho=1.0, epsilon=1.0) for kind in ("tree", "blt", "laplace-tree")]
+    >>> [isinstance(s, NoiseSource) and s.kind for s in sources]
+    ['tree', 'blt', 'laplace-tree']
     """
 
     T: int
