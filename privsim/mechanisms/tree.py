@@ -439,9 +439,11 @@ class _LazyTree(_Tree):
     # -- one coordinate (plain Python ints; Alg. 1 line by line) ------------------------
     def _noise_one(self, coord: int, t: int) -> float:
         state, h = self._state, self.h
-        slot = state.slot(coord)
+        slot = 0 if state.table is None and state.size else state.slot(coord)  # k = 1: one row
         row = state.data[slot]
-        last = state.check_forward(coord, slot, t)
+        last = int(state.last[slot])
+        if last > t:
+            state.check_forward(coord, slot, t)  # raises
         if last == t:  # Alg. 1 l.12: same leaf, same value
             return float(self._value(row, 0))
         if last == 0:  # Alg. 1 l.3-9: the root, then h more levels
