@@ -6,8 +6,8 @@ process, best of ``repeats`` rounds, in ns of this thread's CPU time:
 - continual-sum: the whole protocol (n = 16 parties, T = 1024 rounds, R = 1000 trials,
   trio tasks and the network included), per trial and step, against the mechanism alone:
   a scalar :class:`~privsim.mechanisms.ContinualCounter` (one update and one release
-  per step, one run) and the curator's trial-vectorized tree noise
-  (:class:`~privsim.protocols.continual_sum.TreeNoise`).
+  per step, one run) and the curator's trial-vectorized tree noise (a
+  :class:`~privsim.mechanisms.FastGaMe` whose coordinates are the trials, on a TrialRNG).
 - continual-range / continual-join: the protocol per trial and step against the same
   mechanism (RangeCounter / JoinSizeEstimator) fed the same updates directly.
 
@@ -37,10 +37,10 @@ except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import privsim
 
-from privsim.mechanisms import ContinualCounter
+from privsim.mechanisms import ContinualCounter, FastGaMe
 from privsim.parties.rng import StreamSeeder, block_range
 from privsim.protocols.continual_sketch import ContinualJoin, ContinualRange
-from privsim.protocols.continual_sum import ContinualSum, TreeNoise
+from privsim.protocols.continual_sum import ContinualSum
 
 _clock = time.thread_time_ns
 
@@ -73,9 +73,10 @@ def _continual_sum(repeats: int) -> dict[str, float]:
     counter_ns = _best(counter, repeats) / T
 
     def tree() -> None:
-        noise = TreeNoise(T, proto.sigma2, StreamSeeder(1, 1, block_range(R)).rng("C", R, record=False))
+        rng = StreamSeeder(1, 1, block_range(R)).rng("C", R, record=False)
+        noise, every = FastGaMe(T, proto.sigma2, k=R, seed=rng), np.arange(R)
         for s in range(1, T + 1):
-            noise.step(s)
+            noise.noise(s, every)
 
     tree_ns = _best(tree, repeats) / (R * T)
     return {

@@ -15,7 +15,7 @@ import privsim
 from privsim.cli import main
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms.accounting import zcdp_to_approx_dp
-from privsim.mechanisms.tree import tree_covariance
+from privsim.mechanisms.tree import FastGaMe, tree_covariance
 from privsim.protocols import get_protocol
 from privsim.protocols.continual_sum import MAX_T, ContinualSum, TreeNoise, check_horizon, stream_rho
 from privsim.simulate import simulate_batches
@@ -85,15 +85,21 @@ def test_noise_has_the_tree_covariance_across_steps():
     assert expected[7, 8] == proto.sigma2 and expected[0, 1] == 4 * proto.sigma2
 
 
-def test_tree_noise_draws_and_order():
+def test_deprecated_tree_noise_is_fastgame_on_the_trial_axis():
+    # One tree-noise implementation: the old TreeNoise class only forwards to FastGaMe.
     from privsim.parties.rng import StreamSeeder, block_range
 
-    rng = StreamSeeder(1, 1, block_range(2)).rng(0, 2, record=False)
-    noise = TreeNoise(16, 1.0, rng)
-    assert sum(noise.draws_per_step) == 2 * 16 - 1  # every node of the tree is drawn exactly once
-    noise.step(1)
+    def rng():
+        return StreamSeeder(1, 1, block_range(2)).rng(0, 2, record=False)
+
+    with pytest.warns(DeprecationWarning, match="FastGaMe"):
+        noise = TreeNoise(16, 1.0, rng())
+    fast = FastGaMe(16, 1.0, k=2, seed=rng())
+    np.testing.assert_array_equal(noise.step(1), fast.noise(1, np.arange(2)))
     with pytest.raises(ParameterError, match="next step 2"):
         noise.step(3)
+    with pytest.raises(ParameterError, match="all 2 trials at once"):
+        FastGaMe(16, 1.0, k=2, seed=rng()).noise(1, 0)
 
 
 def test_deterministic_and_batch_invariant():

@@ -1,4 +1,4 @@
-"""Continual counting under rho-zCDP with the Gaussian binary tree (FastGaMe noise).
+"""Continual counting: running sums released with correlated noise (rho-zCDP or pure DP).
 
 Pagh & Sejer (2026), section 2 and appendix B: over T = 2^h steps, releasing the running
 sums A(t) = sum_{t_i <= t} x_i plus binary-tree noise with node variance
@@ -8,7 +8,14 @@ sums A(t) = sum_{t_i <= t} x_i plus binary-tree noise with node variance
 is rho-zCDP when every update has l2 norm at most Delta. (The strategy matrix R of
 appendix B has l2 sensitivity sqrt(h + 2) / 2, so rho = (h + 2) / (8 s^2) by the
 Gaussian mechanism's zCDP bound, Definition A.3; the released values are
-post-processing.) Every released value then has Var = (h + 1) s^2.
+post-processing.) Every released value then has Var = (h + 1) s^2. That bound is loose;
+``calibration="exact"`` spends the same rho exactly with a smaller s^2
+(:mod:`privsim.mechanisms.calibration`).
+
+The noise is one of three sources (:func:`continual_noise`, ``noise=`` of
+:class:`ContinualCounter`): ``"tree"`` (FastGaMe), ``"blt"`` (buffered linear Toeplitz,
+:mod:`privsim.mechanisms.blt`, exact rho from its sensitivity) and ``"laplace-tree"``
+(the tree with Laplace nodes, epsilon-DP, :class:`~privsim.mechanisms.LaplaceFastGaMe`).
 """
 
 from __future__ import annotations
@@ -21,47 +28,153 @@ from numpy.typing import ArrayLike, NDArray
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms._checks import integer, integer_values, positive
 from privsim.mechanisms._seeding import SeedLike
-from privsim.mechanisms.tree import FastGaMe, tree_height
+from privsim.mechanisms.blt import DEFAULT_BUFFERS, BLTNoise, optimize_blt
+from privsim.mechanisms.calibration import check_calibration, tree_sigma2
+from privsim.mechanisms.noise_source import NoiseSource
+from privsim.mechanisms.tree import FastGaMe, LaplaceFastGaMe, tree_height
+from privsim.parties.rng import TrialRNG
 
-__all__ = ["ContinualCounter", "continual_sigma2"]
+__all__ = ["ContinualCounter", "continual_sigma2", "continual_noise", "make_noise", "noise_scale",
+           "NOISE_KINDS"]
+
+#: The noise sources of continual release, by the name ``noise=`` takes.
+NOISE_KINDS: tuple[str, ...] = ("tree", "blt", "laplace-tree")
 
 
-def continual_sigma2(T: int, rho: float, sensitivity: float = 1.0) -> float:
-    """Node variance that makes the Gaussian tree over T steps rho-zCDP.
+def continual_sigma2(T: int, rho: float, sensitivity: float = 1.0, calibration: str = "paper") -> float:
+    """Node variance that makes the Gaussian tree over T steps rho-zCDP (the name scripts use).
 
-    Parameters
-    ----------
-    T:
-        Number of time steps, a power of two >= 2.
-    rho:
-        zCDP budget, > 0.
-    sensitivity:
-        l2 bound Delta on one update.
-
-    Returns
-    -------
-    float
-        s^2 = (log2 T + 2) / (8 rho) * Delta^2 (Pagh & Sejer, appendix B).
-
-    Raises
-    ------
-    ParameterError
-        If T is not a power of two >= 2 (for T = 1 there is no sibling and the
-        appendix-B sensitivity sqrt(h + 2)/2 does not hold), or rho, Delta <= 0.
+    The same function as :func:`~privsim.mechanisms.calibration.tree_sigma2` (parameters,
+    returns and errors there): (log2 T + 2) Delta^2 / (8 rho) (Pagh & Sejer, appendix B) by
+    default, the exact node variance with ``calibration="exact"``.
 
     Examples
     --------
     >>> continual_sigma2(1024, 0.5)
     3.0
     """
+    return tree_sigma2(T, rho, sensitivity, calibration)
+
+
+def _check_kind(kind: str) -> str:
+    if kind not in NOISE_KINDS:
+        raise ParameterError(f"noise must be one of {', '.join(NOISE_KINDS)} (got {kind!r})")
+    return kind
+
+
+def noise_scale(kind: str, T: int, *, rho: float | None = None, epsilon: float | None = None,
+                sensitivity: float = 1.0, calibration: str = "paper", buffers: int = DEFAULT_BUFFERS) -> float:
+    """The noise scale that makes a source over T steps rho-zCDP (Gaussian) or epsilon-DP (Laplace).
+
+    Parameters
+    ----------
+    kind:
+        ``"tree"``, ``"blt"`` or ``"laplace-tree"``.
+    T:
+        Number of time steps, a power of two >= 2.
+    rho:
+        zCDP budget (``"tree"``, ``"blt"``).
+    epsilon:
+        Pure-DP budget (``"laplace-tree"``).
+    sensitivity:
+        Bound Delta on one update: l2 for the Gaussian sources, l1 for Laplace.
+    calibration:
+        For ``"tree"``: ``"paper"`` or ``"exact"``; BLT is always exact (its rho is computed
+        from its sensitivity), the Laplace tree always classical.
+    buffers:
+        BLT buffers d.
+
+    Returns
+    -------
+    float
+        Node variance s^2 (tree), the variance of z (BLT), or the Laplace scale b.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown kind or calibration, a missing or non-positive budget, a bad T.
+
+    Examples
+    --------
+    >>> noise_scale("tree", 1024, rho=0.5), noise_scale("laplace-tree", 1024, epsilon=1.0)
+    (3.0, 6.0)
+    """
     h = tree_height(T, minimum=2)
-    rho = positive("rho", rho, scalar=True)
+    check_calibration(calibration)
     sensitivity = positive("sensitivity", sensitivity, scalar=True)
-    return (h + 2) / (8.0 * rho) * sensitivity**2  # appendix B: rho = (h+2)/(8 s^2)
+    if _check_kind(kind) == "laplace-tree":
+        epsilon = positive("epsilon", epsilon if epsilon is not None else math.nan, scalar=True)
+        return (h + 2) * sensitivity / (2.0 * epsilon)  # ||R e||_1 = (h + 2)/2 (appendix B's R)
+    rho = positive("rho", rho if rho is not None else math.nan, scalar=True)
+    if kind == "tree":
+        return tree_sigma2(T, rho, sensitivity, calibration)
+    return optimize_blt(T, buffers).sensitivity2(T) * sensitivity**2 / (2.0 * rho)
+
+
+def make_noise(kind: str, T: int, scale: float, k: int = 1, seed: SeedLike | TrialRNG = None, *,
+                 buffers: int = DEFAULT_BUFFERS) -> NoiseSource:
+    """The lazy noise source ``kind`` with the given scale (see :func:`noise_scale`).
+
+    Parameters
+    ----------
+    kind:
+        ``"tree"`` (:class:`~privsim.mechanisms.FastGaMe`), ``"blt"``
+        (:class:`~privsim.mechanisms.BLTNoise`) or ``"laplace-tree"``
+        (:class:`~privsim.mechanisms.LaplaceFastGaMe`).
+    T, k, seed:
+        Horizon, coordinates and randomness (a TrialRNG makes the coordinates the trials).
+    scale:
+        s^2 or the Laplace scale b.
+    buffers:
+        BLT buffers d.
+
+    Returns
+    -------
+    NoiseSource
+
+    Examples
+    --------
+    >>> make_noise("laplace-tree", 16, 2.0).variance      # (h + 1) 2 b^2
+    40.0
+    """
+    if _check_kind(kind) == "tree":
+        return FastGaMe(T, scale, k=k, seed=seed)
+    if kind == "laplace-tree":
+        return LaplaceFastGaMe(T, scale, k=k, seed=seed)
+    return BLTNoise(T, scale, k=k, seed=seed, params=optimize_blt(T, buffers))
+
+
+def continual_noise(kind: str = "tree", T: int = 1024, *, rho: float | None = None,
+                    epsilon: float | None = None, sensitivity: float = 1.0, k: int = 1,
+                    seed: SeedLike | TrialRNG = None, calibration: str = "paper",
+                    buffers: int = DEFAULT_BUFFERS) -> NoiseSource:
+    """A noise source calibrated to a privacy budget: :func:`make_noise` of :func:`noise_scale`.
+
+    Parameters
+    ----------
+    kind, T, rho, epsilon, sensitivity, calibration, buffers:
+        As for :func:`noise_scale`.
+    k, seed:
+        As for :func:`make_noise`.
+
+    Returns
+    -------
+    NoiseSource
+
+    Examples
+    --------
+    >>> paper = continual_noise("tree", 1024, rho=0.5)
+    >>> exact = continual_noise("tree", 1024, rho=0.5, calibration="exact")
+    >>> paper.variance * 0.5, round(exact.variance * 0.5, 2), round(exact.rho(), 6)
+    (16.5, 9.85, 0.5)
+    """
+    scale = noise_scale(kind, T, rho=rho, epsilon=epsilon, sensitivity=sensitivity,
+                        calibration=calibration, buffers=buffers)
+    return make_noise(kind, T, scale, k=k, seed=seed, buffers=buffers)
 
 
 class ContinualCounter:
-    """Running sums of k-dimensional updates, released with FastGaMe noise (rho-zCDP).
+    """Running sums of k-dimensional updates, released with lazy correlated noise (rho-zCDP or pure DP).
 
     Updates come with non-decreasing time steps; ``query(t)`` releases the sum of all
     updates with time <= t plus the tree noise of step t, for the requested
@@ -71,29 +184,41 @@ class ContinualCounter:
     is a separate element of the data set and must have l2 norm <= ``sensitivity``.
 
     The guarantee: the whole sequence of releases (any number of queries, any
-    coordinates) is rho-zCDP with respect to adding or removing one update.
+    coordinates) is rho-zCDP (epsilon-DP for ``noise="laplace-tree"``) with respect to
+    adding or removing one update.
 
     Parameters
     ----------
     T:
         Number of time steps, a power of two >= 2.
     rho:
-        zCDP budget, > 0.
+        zCDP budget, > 0 (None with ``noise="laplace-tree"``).
     k:
         Dimension of the updates.
     sensitivity:
-        l2 bound Delta on one update (updates above it are refused).
+        Bound Delta on one update, l2 (l1 for ``"laplace-tree"``); updates above it are refused.
     seed:
         None, an int, a numpy SeedSequence or a numpy Generator.
+    noise:
+        ``"tree"`` (FastGaMe, the default), ``"blt"`` or ``"laplace-tree"`` (see
+        :func:`continual_noise`).
+    calibration:
+        ``"paper"`` (the default: s^2 = (h + 2) Delta^2/(8 rho), the outputs of earlier
+        versions for a seed) or ``"exact"`` (the same rho exactly, less noise); tree only.
+    epsilon:
+        Pure-DP budget for ``"laplace-tree"``.
+    buffers:
+        BLT buffers d.
 
     Attributes
     ----------
     h:
         log2 T.
     sigma2:
-        Node variance (h + 2) / (8 rho) * Delta^2.
+        Node variance ((h + 2) / (8 rho) * Delta^2 for the paper's tree; the variance of z
+        for BLT; 2 b^2 for Laplace nodes).
     variance:
-        Variance of every released value, (h + 1) * sigma2.
+        Largest variance of a released value ((h + 1) * sigma2 for the trees).
 
     Raises
     ------
@@ -118,33 +243,44 @@ class ContinualCounter:
     def __init__(
         self,
         T: int,
-        rho: float,
+        rho: float | None = None,
         k: int = 1,
         sensitivity: float = 1.0,
         seed: SeedLike = None,
+        *,
+        noise: str = "tree",
+        calibration: str = "paper",
+        epsilon: float | None = None,
+        buffers: int = DEFAULT_BUFFERS,
     ) -> None:
-        self.sigma2 = continual_sigma2(T, rho, sensitivity)
-        self.rho = float(rho)
+        scale = noise_scale(noise, T, rho=rho, epsilon=epsilon, sensitivity=sensitivity,
+                            calibration=calibration, buffers=buffers)
+        self.kind, self.calibration = noise, calibration
+        self.rho = None if noise == "laplace-tree" else float(rho)  # type: ignore[arg-type]
+        self.epsilon = float(epsilon) if noise == "laplace-tree" else None  # type: ignore[arg-type]
         self.sensitivity = float(sensitivity)
-        #: The FastGaMe instance that supplies the noise (read it, do not query it).
-        self.noise = FastGaMe(T, self.sigma2, k=k, seed=seed)
-        self.T, self.h, self.k = self.noise.T, self.noise.h, self.noise.k
+        #: The noise source (read it, do not query it).
+        self.noise = make_noise(noise, T, scale, k=k, seed=seed, buffers=buffers)
+        self.sigma2 = 2.0 * scale**2 if noise == "laplace-tree" else scale
+        self.T, self.k = self.noise.T, self.noise.k
+        self.h = tree_height(self.T)
         self._sum = np.zeros(self.k, dtype=np.float64)
         self._last_update = 0
         self._last_query = 0
 
     def __repr__(self) -> str:
-        return (f"ContinualCounter(T={self.T}, rho={self.rho!r}, k={self.k}, "
-                f"sensitivity={self.sensitivity!r})")
+        budget = f"epsilon={self.epsilon!r}" if self.rho is None else f"rho={self.rho!r}"
+        return (f"ContinualCounter(T={self.T}, {budget}, k={self.k}, "
+                f"sensitivity={self.sensitivity!r}, noise={self.kind!r})")
 
     @property
     def variance(self) -> float:
-        """Variance of every released value, (h + 1) s^2 (section 2)."""
-        return (self.h + 1) * self.sigma2
+        """Largest variance of a released value: (h + 1) s^2 for the trees (section 2)."""
+        return self.noise.variance
 
     @property
     def error_sd(self) -> float:
-        """Standard deviation of every released value's error, sqrt((h + 1) s^2)."""
+        """Standard deviation of the released values' error (the largest, for BLT)."""
         return math.sqrt(self.variance)
 
     def update(self, t: int, x: ArrayLike, coords: ArrayLike | None = None) -> None:
@@ -185,10 +321,11 @@ class ContinualCounter:
                 f"update at t={t} is too late: step {self._last_query} was released, "
                 f"updates need t >= {self._last_query + 1}")
         values, keys = self._update_values(x, coords)
-        norm = float(np.sqrt(np.sum(values * values)))
+        pure = self.kind == "laplace-tree"  # the Laplace mechanism bounds the l1 norm
+        norm = float(np.sum(np.abs(values)) if pure else np.sqrt(np.sum(values * values)))
         if not math.isfinite(norm) or norm > self.sensitivity * (1 + 1e-12):
             raise InputError(
-                f"x must be finite with l2 norm <= sensitivity = {self.sensitivity} "
+                f"x must be finite with {'l1' if pure else 'l2'} norm <= sensitivity = {self.sensitivity} "
                 f"(got norm {norm:.6g}); split the update or raise the sensitivity")
         if keys is None:
             self._sum += values

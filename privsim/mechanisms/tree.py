@@ -25,7 +25,7 @@ every bridge.
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from typing import TypeVar
 
 import numpy as np
@@ -33,62 +33,24 @@ from numpy.typing import ArrayLike, NDArray
 
 from privsim.errors import ParameterError
 from privsim.mechanisms._checks import integer, integer_values, positive
-from privsim.mechanisms._seeding import SeedLike, as_generator
-from privsim.mechanisms._slots import SlotTable
+from privsim.mechanisms._seeding import SeedLike
+from privsim.mechanisms.calibration import tree_rho, tree_sigma2
+from privsim.mechanisms.noise_source import MAX_HEIGHT, NoiseSource, StateTable, tree_height
+from privsim.parties.rng import TrialRNG
 
 __all__ = [
     "GaussianTree",
     "FastGaMe",
+    "LaplaceTree",
+    "LaplaceFastGaMe",
     "tree_height",
     "common_prefix_length",
     "tree_covariance",
+    "MAX_HEIGHT",
 ]
 
-#: Largest supported tree height: levels 0..h must fit in the bits of an int64.
-MAX_HEIGHT = 62
-_MAX_COORDS = 1 << 62
 _F = TypeVar("_F", float, NDArray[np.float64])
 _I = int | NDArray[np.int64]
-_NORMAL_BLOCK = 1024
-
-
-def tree_height(T: int, *, minimum: int = 1) -> int:
-    """Return h = log2(T), refusing a T that is not a power of two.
-
-    Parameters
-    ----------
-    T:
-        Number of time steps, a power of two in ``minimum .. 2**62``.
-    minimum:
-        Smallest allowed T (a power of two).
-
-    Returns
-    -------
-    int
-        The tree height h, so that T = 2^h.
-
-    Raises
-    ------
-    ParameterError
-        If T is not an integer power of two in the allowed range.
-
-    Examples
-    --------
-    >>> tree_height(1024)
-    10
-    >>> tree_height(1000)
-    Traceback (most recent call last):
-    ...
-    privsim.errors.ParameterError: T must be a power of two: 1, 2, 4, ..., 2**62 (got 1000)
-    """
-    allowed = f"T must be a power of two: {', '.join(str(minimum << i) for i in range(3))}, ..., 2**62"
-    try:
-        T = integer("T", T, minimum, 1 << MAX_HEIGHT)
-    except ParameterError:
-        raise ParameterError(f"{allowed} (got {T!r})") from None
-    if T & (T - 1):
-        raise ParameterError(f"{allowed} (got {T})")
-    return T.bit_length() - 1
 
 
 def common_prefix_length(t1: int, t2: int, h: int) -> int:
@@ -157,6 +119,11 @@ def _bit_length(x: NDArray[np.int64]) -> NDArray[np.int64]:
     return e - rounded_up
 
 
+def _floats(levels: _I, like: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Level differences as one float per coordinate (a scalar when all coordinates agree)."""
+    return np.broadcast_to(np.asarray(levels, dtype=np.float64), like.shape)
+
+
 def _bridge(pa: _F, pc: _F, a: _I, m: _I, c: _I, s: float, z: _F) -> _F:
     """P_m drawn given P_a and P_c (a < m < c) from the standard normal(s) z.
 
@@ -168,111 +135,179 @@ def _bridge(pa: _F, pc: _F, a: _I, m: _I, c: _I, s: float, z: _F) -> _F:
     return pa + (m - a) / (c - a) * (pc - pa) + s * ((m - a) * (c - m) / (c - a)) ** 0.5 * z
 
 
-class _TreeNoise(ABC):
-    """Shared parameters, argument checks and the ``noise`` dispatch of the two trees."""
+class _Tree(NoiseSource):
+    """Parameters shared by the four trees: T = 2^h and the node noise's scale."""
 
-    T: int
     h: int
-    sigma2: float
-    k: int
 
-    def __init__(self, T: int, sigma2: float, k: int = 1, seed: SeedLike = None) -> None:
+    def __init__(self, T: int, k: int, seed: SeedLike | TrialRNG, *, trials: bool) -> None:
         self.h = tree_height(T)
-        self.T = 1 << self.h
+        super().__init__(1 << self.h, k, seed, trials=trials)
+
+    @property
+    @abstractmethod
+    def node_variance(self) -> float:
+        """Variance of one node's noise."""
+
+    @property
+    def variance(self) -> float:
+        """Variance of every released noise value, (h + 1) times the node variance (section 2)."""
+        return (self.h + 1) * self.node_variance
+
+
+class _GaussianNodes(_Tree):
+    kind = "tree"
+
+    def __init__(self, T: int, sigma2: float, k: int, seed: SeedLike | TrialRNG, *, trials: bool) -> None:
+        super().__init__(T, k, seed, trials=trials)
         self.sigma2 = positive("sigma2", sigma2, scalar=True)
-        self.k = integer("k", k, 1, _MAX_COORDS)
         self._sigma = math.sqrt(self.sigma2)
-        self._rng = as_generator(seed)
-        # Standard normals are taken from the generator in blocks and consumed in order,
-        # by the scalar and the vectorized paths alike, so a scalar query costs a list
-        # read instead of a ~2 us Generator call while the stream stays one sequence.
-        self._block = np.zeros(0)
-        self._block_list: list[float] = []
-        self._block_pos = 0
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(T={self.T}, sigma2={self.sigma2!r}, k={self.k})"
 
     @property
-    def variance(self) -> float:
-        """Variance of every released noise value, (h + 1) s^2 (section 2)."""
-        return (self.h + 1) * self.sigma2
+    def node_variance(self) -> float:
+        return self.sigma2
 
-    def _normal1(self) -> float:
-        if self._block_pos == len(self._block_list):
-            self._block = self._rng.standard_normal(_NORMAL_BLOCK)
-            self._block_list = self._block.tolist()
-            self._block_pos = 0
-        self._block_pos += 1
-        return self._block_list[self._block_pos - 1]
-
-    def _normals(self, n: int) -> NDArray[np.float64]:
-        pos, have = self._block_pos, len(self._block_list)
-        if n <= have - pos:
-            self._block_pos = pos + n
-            return self._block[pos : pos + n]
-        out = np.concatenate([self._block[pos:], self._rng.standard_normal(n - (have - pos))])
-        self._block_pos = have  # the next scalar draw starts a fresh block
-        return out
-
-    def noise(self, t: int, coords: ArrayLike | None = None) -> float | NDArray[np.float64]:
-        """The noise at time step ``t`` for the given coordinates.
+    @classmethod
+    def for_rho(cls, T: int, rho: float, k: int = 1, sensitivity: float = 1.0, seed: SeedLike = None,
+                calibration: str = "paper") -> _GaussianNodes:
+        """The tree with the node variance that makes its release rho-zCDP.
 
         Parameters
         ----------
-        t:
-            Time step, 1 <= t <= T.
-        coords:
-            Coordinates to release, integers in 0..k-1 (an int or an int array of any
-            shape; repeats allowed). ``None`` means all k coordinates.
+        T, k, seed:
+            As for the constructor.
+        rho:
+            zCDP budget.
+        sensitivity:
+            l2 bound on one update.
+        calibration:
+            ``"paper"`` ((h + 2) Delta^2/(8 rho)) or ``"exact"`` (the same rho exactly).
 
         Returns
         -------
-        float or numpy.ndarray
-            A float when ``coords`` is a single int, or when it is None and k == 1;
-            otherwise an array shaped like ``coords`` (length k for None).
-
-        Raises
-        ------
-        ParameterError
-            If t is not in 1..T (or, for FastGaMe, is earlier than the last query of one
-            of the coordinates).
-        InputError
-            If a coordinate is not an integer in 0..k-1.
+        GaussianTree or FastGaMe
 
         Examples
         --------
-        >>> fg = FastGaMe(16, 1.0, k=4, seed=0)
-        >>> fg.noise(3, [2, 0, 2]).shape, fg.noise(3).shape   # the repeat is one value
-        ((3,), (4,))
-        >>> bool(fg.noise(3, 2) == fg.noise(3)[2])
+        >>> FastGaMe.for_rho(1024, 0.5).sigma2, round(GaussianTree.for_rho(1024, 0.5, calibration="exact").rho(), 6)
+        (3.0, 0.5)
+        """
+        return cls(T, tree_sigma2(T, rho, sensitivity, calibration), k=k, seed=seed)  # type: ignore[call-arg]
+
+    def rho(self, sensitivity: float = 1.0) -> float:
+        """The exact zCDP of the release for updates of l2 norm <= ``sensitivity``.
+
+        Examples
+        --------
+        >>> round(FastGaMe(1024, 3.0).rho(), 4)    # the paper's s^2 for rho = 0.5
+        0.2985
+        """
+        return tree_rho(self.T, self.sigma2, sensitivity)
+
+
+class _LaplaceNodes(_Tree):
+    kind = "laplace-tree"
+
+    def __init__(self, T: int, scale: float, k: int, seed: SeedLike | TrialRNG, *, trials: bool) -> None:
+        super().__init__(T, k, seed, trials=trials)
+        self.scale = positive("scale", scale, scalar=True)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(T={self.T}, scale={self.scale!r}, k={self.k})"
+
+    @property
+    def node_variance(self) -> float:
+        return 2.0 * self.scale**2  # Var Lap(b) = 2 b^2
+
+    def epsilon(self, sensitivity: float = 1.0) -> float:
+        """Pure DP of the release for updates of l1 norm <= ``sensitivity``.
+
+        The release is L (R x + eta) with eta Laplace on the nodes; one update moves R x by
+        (h + 2)/2 in l1 (appendix B's R: h + 2 nodes by 1/2 each), so the Laplace mechanism
+        (Dwork et al. 2006) gives epsilon = (h + 2) Delta_1 / (2 b); L is post-processing.
+
+        Examples
+        --------
+        >>> LaplaceFastGaMe(1024, 6.0).epsilon()
+        1.0
+        """
+        return (self.h + 2) * positive("sensitivity", sensitivity, scalar=True) / (2.0 * self.scale)
+
+
+# ---------------------------------------------------------------------------------------
+# the reference trees: node by node
+class _PathTree(_Tree):
+    """Node noises drawn the first time a query needs them, kept in a dict (O(log T) per value)."""
+
+    def _setup_nodes(self) -> None:
+        # Key: (coordinate, heap index of the node); the node at level j on the path to
+        # leaf b has heap index 2^j + (b >> (h - j)), the root is 1.
+        self._nodes: dict[tuple[int, int], float] = {}
+        self._coords: set[int] = set()
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of node noises drawn so far (over all coordinates)."""
+        return len(self._nodes)
+
+    @property
+    def n_materialized(self) -> int:
+        """Number of distinct coordinates queried so far."""
+        return len(self._coords)
+
+    def node_noise(self, coord: int, level: int, prefix: int) -> float:
+        """The noise of the node at ``level`` whose label prefix is ``prefix``.
+
+        Parameters
+        ----------
+        coord:
+            Coordinate in 0..k-1.
+        level:
+            0 (root) .. h (leaves).
+        prefix:
+            The first ``level`` bits of a leaf label, as an int in 0..2^level - 1.
+
+        Returns
+        -------
+        float
+            The node's noise (drawn now if no query has needed it yet).
+
+        Examples
+        --------
+        >>> tree = GaussianTree(4, 1.0, seed=0)
+        >>> tree.noise(1) == sum(tree.node_noise(0, j, 0) for j in range(3))
         True
         """
-        if type(t) is not int or not 1 <= t <= self.T:  # the common case stays cheap
-            t = integer("t", t, 1, self.T)
-        if coords is None:
-            if self.k == 1:
-                return self._noise_one(0, t)
-            keys = np.arange(self.k, dtype=np.int64)
-        else:
-            keys = integer_values("coords", coords, 0, self.k - 1)
-            if keys.ndim == 0:
-                return self._noise_one(int(keys), t)
-        flat = keys.ravel()
-        if flat.size == 0:
-            return np.zeros(keys.shape)
-        distinct, where = np.unique(flat, return_inverse=True)
-        return self._noise_many(distinct, t)[where].reshape(keys.shape)
+        coord = integer("coord", coord, 0, self.k - 1)
+        level = integer("level", level, 0, self.h)
+        prefix = integer("prefix", prefix, 0, (1 << level) - 1)
+        return self._node(coord, (1 << level) | prefix)
 
     @abstractmethod
-    def _noise_one(self, coord: int, t: int) -> float: ...
+    def _draw_node(self) -> float: ...
 
-    @abstractmethod
+    def _node(self, coord: int, node: int) -> float:
+        key = (coord, node)
+        value = self._nodes.get(key)
+        if value is None:
+            value = self._draw_node()
+            self._nodes[key] = value
+        return value
+
+    def _noise_one(self, coord: int, t: int) -> float:
+        self._coords.add(coord)
+        leaf, h = t - 1, self.h
+        # nu_t = sum_{j=0}^{h} eta_{b(t)<=j} (appendix C.1)
+        return sum(self._node(coord, (1 << j) | (leaf >> (h - j))) for j in range(h + 1))
+
     def _noise_many(self, coords: NDArray[np.int64], t: int) -> NDArray[np.float64]:
-        """Noise for sorted, distinct coordinates."""
+        return np.array([self._noise_one(c, t) for c in coords.tolist()], dtype=np.float64)
 
 
-class GaussianTree(_TreeNoise):
+class GaussianTree(_GaussianNodes, _PathTree):
     """The Gaussian binary tree mechanism's noise, node by node (the O(log T) reference).
 
     Each node of the complete binary tree over T = 2^h leaves carries N(0, sigma2) noise,
@@ -310,69 +345,177 @@ class GaussianTree(_TreeNoise):
     """
 
     def __init__(self, T: int, sigma2: float, k: int = 1, seed: SeedLike = None) -> None:
-        super().__init__(T, sigma2, k, seed)
-        # Key: (coordinate, heap index of the node); the node at level j on the path to
-        # leaf b has heap index 2^j + (b >> (h - j)), the root is 1.
-        self._nodes: dict[tuple[int, int], float] = {}
-        self._coords: set[int] = set()
+        super().__init__(T, sigma2, k, seed, trials=False)
+        self._setup_nodes()
 
-    @property
-    def n_nodes(self) -> int:
-        """Number of node noises drawn so far (over all coordinates)."""
-        return len(self._nodes)
+    def _draw_node(self) -> float:
+        return self._sigma * self._normal1()
+
+
+class LaplaceTree(_LaplaceNodes, _PathTree):
+    """The binary tree with Laplace node noise, node by node (the reference for pure DP).
+
+    As :class:`GaussianTree`, with every node's noise Lap(scale) (variance 2 scale^2).
+
+    Parameters
+    ----------
+    T:
+        Number of time steps, a power of two.
+    scale:
+        Laplace scale b > 0 of a node.
+    k:
+        Number of independent coordinates.
+    seed:
+        None, an int, a numpy SeedSequence or a numpy Generator.
+
+    Examples
+    --------
+    >>> tree = LaplaceTree(8, 0.5, seed=1)
+    >>> tree.noise(3) == sum(tree.node_noise(0, j, 2 >> (3 - j)) for j in range(4)), tree.variance
+    (True, 2.0)
+    """
+
+    def __init__(self, T: int, scale: float, k: int = 1, seed: SeedLike = None) -> None:
+        super().__init__(T, scale, k, seed, trials=False)
+        self._setup_nodes()
+
+    def _draw_node(self) -> float:
+        return float(self._rng.laplace(0.0, self.scale))
+
+
+# ---------------------------------------------------------------------------------------
+# the lazy trees: prefix sums along the last active path (section 3, Algorithm 1)
+class _LazyTree(_Tree):
+    """Algorithm 1's bookkeeping; subclasses say how a walk starts, bridges and extends.
+
+    Per coordinate: the last query time l, the validity bitmask w over levels 0..h and
+    ``parts`` random walks of prefix sums over the levels (one for Gaussian nodes; the
+    positive and the negative Gamma parts for Laplace nodes), in one row of a
+    :class:`StateTable`, part p at columns p (h + 1) .. p (h + 1) + h.
+    """
+
+    parts = 1
+
+    def _setup_state(self) -> None:
+        self._state = StateTable(self.k, self.parts * (self.h + 1))
 
     @property
     def n_materialized(self) -> int:
-        """Number of distinct coordinates queried so far."""
-        return len(self._coords)
+        """Number of coordinates that hold state (the distinct coordinates queried)."""
+        return self._state.size
 
-    def node_noise(self, coord: int, level: int, prefix: int) -> float:
-        """The noise of the node at ``level`` whose label prefix is ``prefix``.
+    @property
+    def nbytes(self) -> int:
+        """Bytes of per-coordinate state (grows with queried coordinates, not with k)."""
+        return self._state.nbytes
 
-        Parameters
-        ----------
-        coord:
-            Coordinate in 0..k-1.
-        level:
-            0 (root) .. h (leaves).
-        prefix:
-            The first ``level`` bits of a leaf label, as an int in 0..2^level - 1.
+    # -- the walk: how the noise at the levels is drawn ---------------------------------
+    @abstractmethod
+    def _value(self, flat: NDArray[np.float64], base: _I) -> _F:
+        """The released value of the rows starting at ``base`` of the flat state."""
 
-        Returns
-        -------
-        float
-            The node's N(0, sigma2) noise (drawn now if no query has needed it yet).
+    @abstractmethod
+    def _start_one(self, row: NDArray[np.float64]) -> None:
+        """First query: draw the walk at level 0 (the root) and at level h."""
 
-        Examples
-        --------
-        >>> tree = GaussianTree(4, 1.0, seed=0)
-        >>> tree.noise(1) == sum(tree.node_noise(0, j, 0) for j in range(3))
-        True
-        """
-        coord = integer("coord", coord, 0, self.k - 1)
-        level = integer("level", level, 0, self.h)
-        prefix = integer("prefix", prefix, 0, (1 << level) - 1)
-        return self._node(coord, (1 << level) | prefix)
+    @abstractmethod
+    def _bridge_one(self, row: NDArray[np.float64], a: int, m: int, c: int) -> None:
+        """Draw the walk at level m given levels a < m < c."""
 
-    def _node(self, coord: int, node: int) -> float:
-        key = (coord, node)
-        value = self._nodes.get(key)
-        if value is None:
-            value = self._sigma * self._normal1()
-            self._nodes[key] = value
-        return value
+    @abstractmethod
+    def _tail_one(self, row: NDArray[np.float64], m: int) -> None:
+        """Draw level h given level m: the h - m fresh nodes below the shared node."""
 
+    @abstractmethod
+    def _start_many(self, flat: NDArray[np.float64], base: NDArray[np.int64]) -> None: ...
+
+    @abstractmethod
+    def _bridge_many(self, flat: NDArray[np.float64], base: NDArray[np.int64], a: NDArray[np.int64],
+                     m: NDArray[np.int64], c: NDArray[np.int64]) -> None: ...
+
+    @abstractmethod
+    def _tail_many(self, flat: NDArray[np.float64], base: NDArray[np.int64], m: NDArray[np.int64]) -> None: ...
+
+    # -- one coordinate (plain Python ints; Alg. 1 line by line) ------------------------
     def _noise_one(self, coord: int, t: int) -> float:
-        self._coords.add(coord)
-        leaf, h = t - 1, self.h
-        # nu_t = sum_{j=0}^{h} eta_{b(t)<=j} (appendix C.1)
-        return sum(self._node(coord, (1 << j) | (leaf >> (h - j))) for j in range(h + 1))
+        state, h = self._state, self.h
+        slot = 0 if state.table is None and state.size else state.slot(coord)  # k = 1: one row
+        row = state.data[slot]
+        last = int(state.last[slot])
+        if last > t:
+            state.check_forward(coord, slot, t)  # raises
+        if last == t:  # Alg. 1 l.12: same leaf, same value
+            return float(self._value(row, 0))
+        if last == 0:  # Alg. 1 l.3-9: the root, then h more levels
+            self._start_one(row)
+            w = 1 | (1 << h)
+        else:
+            m = h - ((last - 1) ^ (t - 1)).bit_length()  # Alg. 1 l.16
+            w = int(state.mask[slot])
+            if not (w >> m) & 1:  # Alg. 1 l.18-23: bridge between the valid levels a < m < c
+                a = (w & ((1 << m) - 1)).bit_length() - 1
+                above = (w >> (m + 1)) << (m + 1)
+                self._bridge_one(row, a, m, (above & -above).bit_length() - 1)
+            # Alg. 1 l.25-26: below level m the new path is a right subtree no earlier
+            # query has entered, so its h - m node noises are fresh.
+            self._tail_one(row, m)
+            w = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)  # Alg. 1 l.27-30
+        state.mask[slot] = w
+        state.last[slot] = t
+        return float(self._value(row, 0))
 
+    # -- many coordinates at one step (the same steps, vectorized) ----------------------
     def _noise_many(self, coords: NDArray[np.int64], t: int) -> NDArray[np.float64]:
-        return np.array([self._noise_one(c, t) for c in coords.tolist()], dtype=np.float64)
+        state, h = self._state, self.h
+        slots = state.slots(coords, t)
+        # Flat indices into the state: one gather of data[slot, col] is
+        # flat[slot * width + col], several times cheaper in numpy than two-array indexing.
+        flat = state.data.reshape(-1)
+        base = slots * state.width
+        last = state.last[slots]
+        new = np.flatnonzero(last == 0)
+        if new.size:  # Alg. 1 l.3-9
+            self._start_many(flat, base[new])
+            state.mask[slots[new]] = 1 | (1 << h)
+        adv = np.flatnonzero((last != t) & (last != 0))
+        if adv.size:
+            self._advance(flat, slots[adv], base[adv], last[adv], t)
+        state.last[slots] = t
+        return self._value(flat, base)
+
+    def _advance(self, flat: NDArray[np.float64], slots: NDArray[np.int64], base: NDArray[np.int64],
+                 last: NDArray[np.int64], t: int) -> None:
+        """Alg. 1 l.15-31 for coordinates whose last query was before t."""
+        h = self.h
+        w = self._state.mask[slots]
+        if last.min() == last.max() and (w == w[0]).all():
+            self._advance_together(flat, slots, base, int(last[0]), int(w[0]), t)
+            return
+        m = h - _bit_length((last - 1) ^ (t - 1))
+        gap = np.flatnonzero(((w >> m) & 1) == 0)
+        if gap.size:  # bridge between the valid levels a < m < c
+            mg, wg = m[gap], w[gap]
+            a = _bit_length(wg & ((1 << mg) - 1)) - 1
+            above = (wg >> (mg + 1)) << (mg + 1)
+            self._bridge_many(flat, base[gap], a, mg, _bit_length(above & -above) - 1)
+        self._tail_many(flat, base, m)
+        self._state.mask[slots] = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)
 
 
-class FastGaMe(_TreeNoise):
+    def _advance_together(self, flat: NDArray[np.float64], slots: NDArray[np.int64], base: NDArray[np.int64],
+                          last: int, w: int, t: int) -> None:
+        """_advance when every coordinate has the same history (a protocol's trials): scalar levels."""
+        h = self.h
+        m = h - ((last - 1) ^ (t - 1)).bit_length()
+        if not (w >> m) & 1:
+            a = (w & ((1 << m) - 1)).bit_length() - 1
+            above = (w >> (m + 1)) << (m + 1)
+            self._bridge_many(flat, base, a, m, (above & -above).bit_length() - 1)  # type: ignore[arg-type]
+        self._tail_many(flat, base, m)  # type: ignore[arg-type]
+        self._state.mask[slots] = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)
+
+
+class FastGaMe(_GaussianNodes, _LazyTree):
     """Binary-tree Gaussian noise in O(1) time per value (Pagh & Sejer, section 3).
 
     Same interface and the same joint distribution as :class:`GaussianTree`, but per
@@ -406,7 +549,8 @@ class FastGaMe(_TreeNoise):
         Number of independent coordinates (at most 2^62).
     seed:
         None, an int, a numpy SeedSequence or a numpy Generator (standard normals are
-        read from it in blocks of 1024).
+        read from it in blocks of 1024); or a party's TrialRNG, with k its trials, for a
+        protocol that queries every trial at every step.
 
     Raises
     ------
@@ -428,54 +572,11 @@ class FastGaMe(_TreeNoise):
     privsim.errors.ParameterError: t=4 is before the last query (t=5) of coordinate 3; time only moves forward
     """
 
-    def __init__(self, T: int, sigma2: float, k: int = 1, seed: SeedLike = None) -> None:
-        super().__init__(T, sigma2, k, seed)
-        self._table: SlotTable | None = SlotTable() if self.k > 1 else None
-        self._size = 0
-        self._last = np.zeros(0, dtype=np.int64)  # 0: not queried yet
-        self._mask = np.zeros(0, dtype=np.int64)  # bit j set <=> P_j valid (w in the paper)
-        self._P = np.zeros((0, self.h + 1), dtype=np.float64)
+    def __init__(self, T: int, sigma2: float, k: int = 1, seed: SeedLike | TrialRNG = None) -> None:
+        super().__init__(T, sigma2, k, seed, trials=True)
+        self._setup_state()
         self._sqrt_int = np.sqrt(np.arange(self.h + 1))  # sqrt(h - m), indexed by h - m
         self._sqrt_list: list[float] = self._sqrt_int.tolist()
-
-    @property
-    def n_materialized(self) -> int:
-        """Number of coordinates that hold state (the distinct coordinates queried)."""
-        return self._size
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of per-coordinate state (grows with queried coordinates, not with k)."""
-        table = self._table.nbytes if self._table is not None else 0
-        return int(self._last.nbytes + self._mask.nbytes + self._P.nbytes + table)
-
-    # -- state -----------------------------------------------------------------------
-    def _grow(self, extra: int) -> None:
-        need = self._size + extra
-        if need > self._last.shape[0]:
-            cap = max(need, 2 * self._last.shape[0], 4)
-            self._last = np.concatenate([self._last, np.zeros(cap - self._last.shape[0], np.int64)])
-            self._mask = np.concatenate([self._mask, np.zeros(cap - self._mask.shape[0], np.int64)])
-            P = np.empty((cap, self.h + 1), dtype=np.float64)
-            P[: self._size] = self._P[: self._size]
-            self._P = P
-        self._size = need
-
-    def _slot_one(self, coord: int) -> int:
-        if self._table is None:
-            if self._size == 0:
-                self._grow(1)
-            return 0
-        slot = self._table.get_or_insert_one(coord)
-        if slot >= self._size:
-            self._grow(1)
-        return slot
-
-    def _refuse_backwards(self, coord: int, last: int, t: int) -> None:
-        raise ParameterError(
-            f"t={t} is before the last query (t={last}) of coordinate {coord}; "
-            "time only moves forward"
-        )
 
     def prefix_sums(self, coords: ArrayLike | None = None) -> NDArray[np.float64]:
         """The stored prefix sums P_0..P_h of the given coordinates (NaN where invalid).
@@ -505,116 +606,124 @@ class FastGaMe(_TreeNoise):
             raise ParameterError("coords is required when k > 1 (an int or int array in 0..k-1)")
         keys = integer_values("coords", 0 if coords is None else coords, 0, self.k - 1)
         flat = np.atleast_1d(keys).ravel()
-        if self._table is None:
-            slots = np.where(self._size > 0, np.zeros_like(flat), -1)
-        else:
-            slots = self._table.lookup(flat)
+        slots = self._state.lookup(flat)
         out = np.full((flat.size, self.h + 1), np.nan)
         have = slots >= 0
-        rows = self._P[slots[have]]
-        valid = (self._mask[slots[have], None] >> np.arange(self.h + 1)) & 1
+        rows = self._state.data[slots[have]]
+        valid = (self._state.mask[slots[have], None] >> np.arange(self.h + 1)) & 1
         out[have] = np.where(valid == 1, rows, np.nan)
         return out[0] if keys.ndim == 0 else out
 
-    # -- one coordinate (plain Python ints; Alg. 1 line by line) ---------------------
-    def _noise_one(self, coord: int, t: int) -> float:
-        slot = self._slot_one(coord)
-        h, s, row = self.h, self._sigma, self._P[slot]
-        last = int(self._last[slot])
-        if last == t:  # Alg. 1 l.12: same leaf, same value
-            return float(row[h])
-        if last > t:
-            self._refuse_backwards(coord, last, t)
-        if last == 0:  # Alg. 1 l.3-9: P_0 is the root's noise, P_h adds h more levels
-            p0 = s * self._normal1()
-            ph = p0 + s * self._sqrt_list[h] * self._normal1()
-            row[0] = p0
-            w = 1 | (1 << h)
-        else:
-            m = h - ((last - 1) ^ (t - 1)).bit_length()  # Alg. 1 l.16
-            w = int(self._mask[slot])
-            if (w >> m) & 1:
-                pm = float(row[m])
-            else:  # Alg. 1 l.18-23: Brownian bridge between a and c
-                a = (w & ((1 << m) - 1)).bit_length() - 1
-                above = (w >> (m + 1)) << (m + 1)
-                c = (above & -above).bit_length() - 1
-                pm = _bridge(float(row[a]), float(row[c]), a, m, c, s, self._normal1())
-                row[m] = pm
-            # Alg. 1 l.25-26: below level m the new path is a right subtree no earlier
-            # query has entered, so its h - m node noises are fresh.
-            ph = pm + s * self._sqrt_list[h - m] * self._normal1()
-            w = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)  # Alg. 1 l.27-30
-        row[h] = ph
-        self._mask[slot] = w
-        self._last[slot] = t
-        return ph
+    def _value(self, flat: NDArray[np.float64], base: _I) -> _F:
+        return flat[base + self.h]
 
-    # -- many coordinates at one step (the same steps, vectorized) -------------------
-    def _slots_many(self, coords: NDArray[np.int64], t: int) -> NDArray[np.int64]:
-        """Slots for ``coords``, allocating new ones only after the backwards check."""
-        if self._table is None:  # k == 1: coords is [0]
-            if self._size == 0:
-                self._grow(1)
-            slots = np.zeros(1, dtype=np.int64)
-        else:
-            slots = self._table.lookup(coords)
-        known = slots >= 0
-        late = np.flatnonzero(self._last[slots[known]] > t)
-        if late.size:
-            i = np.flatnonzero(known)[late[0]]
-            self._refuse_backwards(int(coords[i]), int(self._last[slots[i]]), t)
-        if not known.all():
-            assert self._table is not None
-            fresh = np.flatnonzero(~known)
-            slots[fresh] = self._table.get_or_insert(coords[fresh])
-            self._grow(fresh.size)
-        return slots
+    def _start_one(self, row: NDArray[np.float64]) -> None:
+        p0 = self._sigma * self._normal1()
+        row[0] = p0
+        row[self.h] = p0 + self._sigma * self._sqrt_list[self.h] * self._normal1()
 
-    def _noise_many(self, coords: NDArray[np.int64], t: int) -> NDArray[np.float64]:
-        slots = self._slots_many(coords, t)
-        h, s = self.h, self._sigma
-        # Flat indices into P: one gather of P[slot, level] is P.flat[slot*(h+1) + level],
-        # several times cheaper in numpy than two-array fancy indexing.
-        Pf = self._P.reshape(-1)
-        row = slots * (h + 1)
-        last = self._last[slots]
-        out = np.empty(slots.shape[0], dtype=np.float64)
+    def _bridge_one(self, row: NDArray[np.float64], a: int, m: int, c: int) -> None:
+        row[m] = _bridge(float(row[a]), float(row[c]), a, m, c, self._sigma, self._normal1())
 
-        same = last == t
-        out[same] = Pf[row[same] + h]
+    def _tail_one(self, row: NDArray[np.float64], m: int) -> None:
+        row[self.h] = float(row[m]) + self._sigma * self._sqrt_list[self.h - m] * self._normal1()
 
-        new = np.flatnonzero(last == 0)
-        if new.size:  # Alg. 1 l.3-9
-            p0 = s * self._normals(new.size)
-            ph = p0 + s * self._sqrt_int[h] * self._normals(new.size)
-            Pf[row[new]] = p0
-            Pf[row[new] + h] = ph
-            self._mask[slots[new]] = 1 | (1 << h)
-            out[new] = ph
+    def _start_many(self, flat: NDArray[np.float64], base: NDArray[np.int64]) -> None:
+        s, n = self._sigma, base.size
+        p0 = s * self._normals(n)
+        flat[base] = p0
+        flat[base + self.h] = p0 + s * self._sqrt_int[self.h] * self._normals(n)
 
-        adv = np.flatnonzero(~same & (last != 0))
-        if adv.size:
-            out[adv] = self._advance(slots[adv], row[adv], last[adv], t)
-        self._last[slots] = t
-        return out
+    def _bridge_many(self, flat: NDArray[np.float64], base: NDArray[np.int64], a: NDArray[np.int64],
+                     m: NDArray[np.int64], c: NDArray[np.int64]) -> None:
+        flat[base + m] = _bridge(flat[base + a], flat[base + c], a, m, c, self._sigma, self._normals(base.size))
 
-    def _advance(self, slots: NDArray[np.int64], row: NDArray[np.int64], last: NDArray[np.int64],
-                 t: int) -> NDArray[np.float64]:
-        """Alg. 1 l.15-31 for coordinates whose last query was before t."""
-        h, s, Pf = self.h, self._sigma, self._P.reshape(-1)
-        m = h - _bit_length((last - 1) ^ (t - 1))
-        w = self._mask[slots]
-        pm = Pf[row + m]
-        gap = np.flatnonzero(((w >> m) & 1) == 0)
-        if gap.size:  # Brownian bridge between the valid levels a < m < c
-            rg, mg, wg = row[gap], m[gap], w[gap]
-            a = _bit_length(wg & ((1 << mg) - 1)) - 1
-            above = (wg >> (mg + 1)) << (mg + 1)
-            c = _bit_length(above & -above) - 1
-            pm[gap] = _bridge(Pf[rg + a], Pf[rg + c], a, mg, c, s, self._normals(gap.size))
-            Pf[rg + mg] = pm[gap]
-        ph = pm + s * self._sqrt_int[h - m] * self._normals(slots.size)
-        Pf[row + h] = ph
-        self._mask[slots] = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)
-        return ph
+    def _tail_many(self, flat: NDArray[np.float64], base: NDArray[np.int64], m: NDArray[np.int64]) -> None:
+        h = self.h
+        flat[base + h] = flat[base + m] + self._sigma * self._sqrt_int[h - m] * self._normals(base.size)
+
+
+class LaplaceFastGaMe(_LaplaceNodes, _LazyTree):
+    """Binary-tree Laplace noise in O(1) time per value: FastGaMe for pure DP.
+
+    The same joint law as :class:`LaplaceTree`. A Lap(b) node is E+ - E- with E+, E-
+    independent Exp(b) = Gamma(1, b), so the prefix sums along a path are the difference
+    of two Gamma random walks, Pos_j - Neg_j, each a sum of j + 1 Gamma(1, b) steps. This
+    source keeps both walks per level and replaces FastGaMe's two Gaussian steps by their
+    exact Gamma analogues:
+
+    - bridge: given the walk at levels a < m < c, Pos_m - Pos_a = (Pos_c - Pos_a) Y with
+      Y ~ Beta(m - a, c - m), independent of the rest (for independent Gamma(alpha) and
+      Gamma(beta), X / (X + Y) ~ Beta(alpha, beta) is independent of X + Y); the same for
+      Neg with its own Beta;
+    - tail: Pos_h = Pos_m + Gamma(h - m, b), Neg_h = Neg_m + Gamma(h - m, b): the fresh
+      nodes below the shared one.
+
+    Four O(1) draws per query, whatever T. Calibration: epsilon = (h + 2) Delta_1 / (2 b)
+    (:meth:`epsilon`).
+
+    Parameters
+    ----------
+    T:
+        Number of time steps, a power of two (at most 2^62).
+    scale:
+        Laplace scale b > 0 of a node.
+    k:
+        Number of independent coordinates.
+    seed:
+        As for :class:`FastGaMe`.
+
+    Examples
+    --------
+    >>> lap = LaplaceFastGaMe(2**40, 1.0, k=3, seed=2)
+    >>> lap.noise(7, [0, 2]).shape, lap.variance        # (h + 1) 2 b^2
+    ((2,), 82.0)
+    """
+
+    parts = 2
+
+    def __init__(self, T: int, scale: float, k: int = 1, seed: SeedLike | TrialRNG = None) -> None:
+        super().__init__(T, scale, k, seed, trials=True)
+        self._setup_state()
+        self._neg = self.h + 1  # column offset of the negative walk
+
+    def _value(self, flat: NDArray[np.float64], base: _I) -> _F:
+        return flat[base + self.h] - flat[base + self._neg + self.h]
+
+    def _gammas(self, shape: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self.scale * self._draws.gamma(shape)
+
+    # one coordinate: the same draws as the vectorized path, with Python floats
+    def _start_one(self, row: NDArray[np.float64]) -> None:
+        b, h, neg, gamma1 = self.scale, self.h, self._neg, self._draws.gamma1
+        row[0], row[neg] = b * gamma1(1.0), b * gamma1(1.0)  # the root's two Exp(b) halves
+        if h:
+            self._tail_one(row, 0)
+
+    def _bridge_one(self, row: NDArray[np.float64], a: int, m: int, c: int) -> None:
+        for part in (0, self._neg):
+            lo = float(row[part + a])
+            row[part + m] = lo + (float(row[part + c]) - lo) * self._draws.beta1(m - a, c - m)
+
+    def _tail_one(self, row: NDArray[np.float64], m: int) -> None:
+        h, b = self.h, self.scale
+        for part in (0, self._neg):
+            row[part + h] = float(row[part + m]) + b * self._draws.gamma1(float(h - m))
+
+    def _start_many(self, flat: NDArray[np.float64], base: NDArray[np.int64]) -> None:
+        ones = np.ones(base.size)
+        for part in (base, base + self._neg):  # Pos_0, Neg_0: the root's two Exp(b) halves
+            flat[part] = self._gammas(ones)
+        if self.h:
+            self._tail_many(flat, base, np.zeros(base.size, dtype=np.int64))
+
+    def _bridge_many(self, flat: NDArray[np.float64], base: NDArray[np.int64], a: NDArray[np.int64],
+                     m: NDArray[np.int64], c: NDArray[np.int64]) -> None:
+        for part in (base, base + self._neg):
+            lo, hi = flat[part + a], flat[part + c]
+            flat[part + m] = lo + (hi - lo) * self._draws.beta(_floats(m - a, base), _floats(c - m, base))
+
+    def _tail_many(self, flat: NDArray[np.float64], base: NDArray[np.int64], m: NDArray[np.int64]) -> None:
+        h = self.h
+        for part in (base, base + self._neg):
+            flat[part + h] = flat[part + m] + self._gammas(_floats(h - m, base))

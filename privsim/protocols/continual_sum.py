@@ -34,6 +34,17 @@ privacy, 4 rho. Both bounds come from the factorization and are upper bounds: th
 divergence of the released Gaussian is smaller (at T = 16 about 0.75x for one event and
 0.57x for a whole stream).
 
+Noise (``noise``, ``calibration``)
+----------------------------------
+``noise="tree"`` (the default) is the tree above with the paper's node variance, or with
+``calibration="exact"`` the node variance that spends exactly rho for event-level
+neighbours (:mod:`privsim.mechanisms.calibration`; refused for ``level="party"``).
+``noise="blt"`` is buffered linear Toeplitz noise (:mod:`privsim.mechanisms.blt`): its
+event- and party-level rho are exact (C >= 0: the worst stream is the constant one).
+``noise="laplace-tree"`` puts Laplace noise on the tree's nodes, b = (h + 2) Delta/(2 epsilon)
+(appendix B's R in l1), and the claims are pure: epsilon per event, T epsilon per party
+stream (triangle inequality); ``rho`` is then unused.
+
 Who sees what, and the claim (:meth:`ContinualSum.privacy`)
 -----------------------------------------------------------
 The claim is for the simulator's neighbour relation (docs/architecture.md, "Claims and verdicts": x and x'
@@ -84,14 +95,18 @@ True
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms.accounting import zcdp_to_approx_dp
-from privsim.mechanisms.continual import continual_sigma2
-from privsim.mechanisms.tree import common_prefix_length, tree_height
+from privsim.mechanisms.blt import optimize_blt
+from privsim.mechanisms.calibration import CALIBRATIONS
+from privsim.mechanisms.continual import NOISE_KINDS, make_noise, noise_scale
+from privsim.mechanisms.noise_source import NoiseSource
+from privsim.mechanisms.tree import FastGaMe, tree_height
 from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import TrialRNG
@@ -214,13 +229,11 @@ def stream_rho(rho_event: float, T: int, change: float = 1.0) -> float:
 
 
 class TreeNoise:
-    """Gaussian binary-tree noise for every step 1..T, vectorized over the trial axis.
+    """Deprecated: the curator's tree noise is now :class:`~privsim.mechanisms.FastGaMe` on a TrialRNG.
 
-    Keeps the prefix sums P_0..P_h of the node noises on the active root-to-leaf path
-    (level 0 is the root, P_j = sum of levels 0..j). At step t the path to bin(t - 1)
-    shares levels 0..m with the path to bin(t - 2), m their common-prefix length; levels
-    m+1..h are nodes no earlier step used, so their noises are fresh N(0, s^2) draws
-    (section 2). Steps must be taken in order 1, 2, ..., T.
+    Kept for scripts that built it directly: ``step(t)`` (t = 1, 2, ..., T in order)
+    returns the noise of every trial, shape (R,), from a FastGaMe whose coordinates are
+    the trials (one implementation of tree noise, in :mod:`privsim.mechanisms.tree`).
 
     Parameters
     ----------
@@ -233,36 +246,31 @@ class TreeNoise:
 
     Examples
     --------
+    >>> import warnings
     >>> from privsim.parties.rng import StreamSeeder, block_range
     >>> rng = StreamSeeder(1, 1, block_range(3)).rng(0, 3, record=False)
-    >>> noise = TreeNoise(8, 1.0, rng)
-    >>> [noise.step(t).shape for t in (1, 2)], noise.draws_per_step[:4]
-    ([(3,), (3,)], [4, 1, 2, 1])
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     noise = TreeNoise(8, 1.0, rng)
+    >>> [noise.step(t).shape for t in (1, 2)]
+    [(3,), (3,)]
     """
 
     def __init__(self, T: int, sigma2: float, rng: TrialRNG) -> None:
+        warnings.warn("TreeNoise is deprecated: use privsim.mechanisms.FastGaMe(T, sigma2, k=rng.trials, "
+                      "seed=rng)", DeprecationWarning, stacklevel=2)
         self.h = check_horizon(T)
         self.T = int(T)
-        self.sigma = math.sqrt(sigma2)
-        self._rng = rng
-        self._P = np.zeros((rng.trials, self.h + 1))
+        self._source = FastGaMe(T, sigma2, k=rng.trials, seed=rng)
+        self._all = np.arange(rng.trials)
         self._t = 0
-
-    @property
-    def draws_per_step(self) -> list[int]:
-        """Fresh node noises drawn at each step 1..T: h + 1 at step 1, then h - m (amortized < 2)."""
-        return [self.h + 1] + [self.h - common_prefix_length(t - 1, t, self.h) for t in range(2, self.T + 1)]
 
     def step(self, t: int) -> np.ndarray:
         """The noise nu_t of every trial, shape (R,); t must be the previous step + 1."""
         if t != self._t + 1 or t > self.T:
             raise ParameterError(f"t must be the next step {self._t + 1} (got {t}); steps run 1..{self.T} in order")
-        m = -1 if t == 1 else common_prefix_length(t - 1, t, self.h)
-        fresh = self._rng.normal(0.0, self.sigma, size=self.h - m)  # levels m+1..h: new nodes
-        base = self._P[:, m : m + 1] if m >= 0 else 0.0
-        self._P[:, m + 1 :] = base + np.cumsum(fresh, axis=1)
         self._t = t
-        return self._P[:, self.h].copy()
+        return self._source.noise(t, self._all)
 
 
 class ContinualSum(Protocol):
@@ -319,51 +327,101 @@ class ContinualSum(Protocol):
     sensitivity = Param(1.0, gt=0, doc="Delta: largest change of one update between neighbours")
     delta = Param(1e-6, gt=0, lt=1, doc="delta of the (epsilon, delta) form of the rho-zCDP claims")
     broadcast = Param(False, type=bool, doc="C sends each release to every party one round later")
+    noise = Param("tree", type=str, choices=list(NOISE_KINDS),
+                  doc="the curator's noise: tree (FastGaMe), blt (buffered Toeplitz) or laplace-tree (pure DP)")
+    calibration = Param("paper", type=str, choices=list(CALIBRATIONS),
+                        doc="tree node variance: the paper's (h+2)/(8 rho) or the exact one for the same rho")
+    epsilon = Param(1.0, gt=0, doc="pure-DP budget for noise=laplace-tree (rho is then unused)")
 
     def validate(self) -> None:
         self.h = check_horizon(self.T)
         if self.domain == "bits" and self.sensitivity < 1:
             raise ParameterError(f"sensitivity must be >= 1 with domain=bits: a flip changes the sum by 1 "
                                  f"(got {self.sensitivity})")
+        if self.calibration == "exact" and self.level == "party":
+            raise ParameterError("calibration=exact needs level=event (the exact worst case over whole "
+                                 "streams is a box-constrained maximum privsim does not compute); "
+                                 "use calibration=paper")
         self.input_values = (0, 1) if self.domain == "bits" else None  # type: ignore[misc]
 
     # ------------------------------------------------------------ calibration
     @property
-    def sigma2(self) -> float:
-        """Node variance s^2: (h + 2) Delta^2/(8 rho) (event) or Delta^2 T^2/(4 rho) (party)."""
+    def pure(self) -> bool:
+        """True for Laplace nodes: the claims are pure epsilon-DP, not zCDP."""
+        return self.noise == "laplace-tree"
+
+    @property
+    def scale(self) -> float:
+        """The noise scale: s^2 (tree, blt) or the Laplace scale b, for the chosen level."""
         if self.level == "event":
-            return continual_sigma2(self.T, self.rho, self.sensitivity)  # appendix B
-        return self.sensitivity**2 * self.T**2 / (4.0 * self.rho)  # ||R v||^2 <= Delta^2 T^2/2, Def. A.3
+            return noise_scale(self.noise, self.T, rho=self.rho, epsilon=self.epsilon,
+                               sensitivity=self.sensitivity, calibration=self.calibration)
+        # party level: the worst whole-stream change instead of one update
+        if self.noise == "tree":
+            return self.sensitivity**2 * self.T**2 / (4.0 * self.rho)  # ||R v||^2 <= Delta^2 T^2/2, Def. A.3
+        if self.noise == "blt":
+            return optimize_blt(self.T).stream2(self.T) * self.sensitivity**2 / (2.0 * self.rho)
+        return self.T * (self.h + 2) * self.sensitivity / (2.0 * self.epsilon)  # ||R v||_1 <= T (h+2)/2
+
+    @property
+    def sigma2(self) -> float:
+        """Node variance s^2 (tree: (h + 2) Delta^2/(8 rho) for event, Delta^2 T^2/(4 rho) for party
+        with the paper's calibration), the variance of z (blt), or 2 b^2 (laplace-tree)."""
+        return 2.0 * self.scale**2 if self.pure else self.scale
+
+    def make_noise(self, k: int = 1, seed: object = None) -> NoiseSource:
+        """The curator's noise source (k coordinates; a TrialRNG seed makes them the trials)."""
+        return make_noise(self.noise, self.T, self.scale, k=k, seed=seed)  # type: ignore[arg-type]
 
     @property
     def variance(self) -> float:
-        """Variance of every step's error, (h + 1) s^2 (section 2)."""
-        return (self.h + 1) * self.sigma2
+        """Largest variance of a step's error: (h + 1) s^2 for the trees (section 2), at t = T for blt."""
+        return self.make_noise().variance
+
+    def _loss(self, stream: bool) -> float:
+        """rho (Gaussian) or epsilon (Laplace) towards one update (False) or one party's stream (True)."""
+        D, scale, T = self.sensitivity, self.scale, self.T
+        if self.pure:
+            event = (self.h + 2) * D / (2.0 * scale)  # Laplace mechanism on R x, ||R e||_1 = (h+2)/2
+            return T * event if stream else event  # triangle inequality over the T steps
+        if self.noise == "blt":
+            p = optimize_blt(T)
+            return (p.stream2(T) if stream else p.sensitivity2(T)) * D**2 / (2.0 * scale)  # exact (C >= 0)
+        if stream:
+            return D**2 * T**2 / (4.0 * scale)  # ||R v||^2 <= Delta^2 T^2/2 (module docstring)
+        # event level: the calibration's rho (the appendix-B bound, or exact); party level:
+        # the appendix-B bound at the party-level node variance
+        return self.rho if self.level == "event" else (self.h + 2) * D**2 / (8.0 * scale)
 
     @property
     def rho_event(self) -> float:
-        """zCDP of the released series towards one update changing by <= Delta."""
-        return self.rho if self.level == "event" else self.rho * (self.h + 2) / (2.0 * self.T**2)
+        """zCDP of the released series towards one update changing by <= Delta (epsilon for laplace-tree)."""
+        return self._loss(False)
 
     @property
     def rho_party(self) -> float:
         """zCDP of the released series towards one party's stream changing by <= Delta per step."""
-        return stream_rho(self.rho, self.T) if self.level == "event" else self.rho
+        return self._loss(True)
+
+    def _claim(self, loss: float) -> Privacy:
+        if self.pure:
+            return Privacy(loss)
+        return Privacy(zcdp_to_approx_dp(loss, self.delta), self.delta)  # [BS16] Prop. 1.3
 
     def event_privacy(self) -> Privacy:
-        """The event-level (paper's) guarantee of the releases, as (epsilon, delta).
+        """The event-level (paper's) guarantee of the releases, as (epsilon, delta) (pure for laplace-tree).
 
         >>> ContinualSum(T=8, rho=0.5, delta=1e-5).event_privacy().delta
         1e-05
         """
-        return Privacy(zcdp_to_approx_dp(self.rho_event, self.delta), self.delta)
+        return self._claim(self.rho_event)
 
     def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
         if CURATOR in coalition:
             return None  # C receives every update in the clear (local collection, trusted curator)
         if coalition and not self.broadcast:
             return Privacy(0.0)  # parties receive nothing: their view does not depend on others' inputs
-        return Privacy(zcdp_to_approx_dp(self.rho_party, self.delta), self.delta)  # [BS16] Prop. 1.3
+        return self._claim(self.rho_party)
 
     # ------------------------------------------------------------ inputs
     def input_shape(self) -> tuple[int, ...]:
@@ -418,7 +476,9 @@ class ContinualSum(Protocol):
             ctx.output(np.stack(received, axis=1))
 
     async def curator(self, ctx: PartyContext) -> None:
-        noise = TreeNoise(self.T, self.sigma2, ctx.rng)
+        # One source whose coordinates are the trials, each drawn from its own block
+        # stream: the releases do not depend on how the trials are split into batches.
+        noise = self.make_noise(ctx.trials, ctx.rng)
         total = np.zeros(ctx.trials)
         released = np.empty((ctx.trials, self.T))
         for s in range(1, self.T + 1):
@@ -426,7 +486,7 @@ class ContinualSum(Protocol):
                 for i in range(ctx.n):
                     ctx.send(i, released[:, s - 2])
             total = total + (await ctx.end_round()).total()
-            released[:, s - 1] = total + noise.step(s)  # A(s) + nu_s
+            released[:, s - 1] = total + noise.noise(s)  # A(s) + nu_s (all trials)
         if self.broadcast:
             for i in range(ctx.n):
                 ctx.send(i, released[:, -1])
