@@ -12,7 +12,7 @@ import trio
 
 from privsim.analysis.accuracy import accuracy_summary
 from privsim.analysis.views import View
-from privsim.errors import InputError, ParameterError, PartyFailure, PrivsimError, ViewNotRecorded
+from privsim.errors import InputError, ParameterError, PartyFailure, PrivsimError, ProtocolError, ViewNotRecorded
 from privsim.network.network import SyncNetwork
 from privsim.network.schedule import CURATOR, Schedule, id_key, parse_coalition, party_ids, sort_ids
 from privsim.parties.context import PartyContext
@@ -191,6 +191,7 @@ async def _run_party(routine: Any, ctx: PartyContext, net: SyncNetwork) -> None:
         who = "the curator" if ctx.id == CURATOR else f"party {ctx.id}"
         raise PartyFailure(f"{who} failed in round {ctx.round}: {type(exc).__name__}: {exc}", ctx.id,
                            ctx.round) from exc
+    ctx._done_round = ctx.round
     net.depart(ctx)
 
 
@@ -318,15 +319,39 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
         if gc_was_enabled:
             gc.enable()
 
-    outputs = {c.id: c._output for c in contexts if c._output is not None}
-    estimate = np.asarray(protocol.estimate(outputs, n, t))
+    outputs = {c.id: c._output for c in contexts if c._output_round is not None}
+    truth = np.asarray(protocol.true_value(x))
+    estimate = _checked_estimate(protocol, outputs, contexts, truth)
     draws = {c.id: c._rng.draws for c in contexts if c._rng is not None and c._rng.draws is not None}
     return SimulationResult(
         protocol=protocol, n=n, t=t, trials=trials, seed=entropy, schedule=schedule, inputs=x,
-        outputs=outputs, estimate=estimate, true_value=np.asarray(protocol.true_value(x)),
+        outputs=outputs, estimate=estimate, true_value=truth,
         messages=net.messages, bits=net.bits, rounds=net.rounds_used, block_offset=block_offset,
         _transcript=net.transcript if recorded is not None else None, _draws=draws, _recorded=recorded,
     )
+
+
+def _checked_estimate(protocol: Protocol, outputs: dict[int | str, Any], contexts: list[PartyContext],
+                      truth: np.ndarray) -> np.ndarray:
+    """``protocol.estimate``, with one-line errors for a party that never output (the
+    estimator's ``KeyError``) and for an estimate not shaped like ``true_value``."""
+    ctx = contexts[0]
+    name = protocol.name or type(protocol).__name__
+    try:
+        estimate = np.asarray(protocol.estimate(outputs, ctx.n, ctx.t))
+    except KeyError as exc:
+        missing = next((c for c in contexts if exc.args and c.id == exc.args[0] and c.id not in outputs), None)
+        if missing is None:
+            raise
+        who = "the curator" if missing.id == CURATOR else f"party {missing.id}"
+        raise PartyFailure(f"{who}, round {missing._done_round}: finished without an output, which "
+                           f"{name}.estimate reads (expected ctx.output(...) before the routine returns, "
+                           "got none)", missing.id, missing._done_round) from None
+    want = truth.shape if truth.ndim else (ctx.trials,)
+    if estimate.shape != want:
+        raise ProtocolError(f"{name}.estimate returned shape {estimate.shape} (expected {want}, the shape of "
+                            f"true_value: one value per trial of {ctx.trials}; got {estimate.shape})")
+    return estimate
 
 
 #: Party-trials per batch when a run is split (bounds memory: about this many values per message slot).
