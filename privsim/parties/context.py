@@ -135,8 +135,8 @@ class PartyContext:
         """
         _check_trial_value(self, value)
         if self._output_round is not None:
-            self._fail(f"output a second time (the first was in round {self._output_round}); "
-                       "expected one output per party", "one ctx.output(...)", "two")
+            self._fail(f"output a second time (the first was in round {self._output_round})",
+                       "one ctx.output(...) per party", "a second one")
         self._output = value
         self._output_round = self.round
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from privsim.analysis.views import Column
-from privsim.errors import InputError, ParameterError
+from privsim.errors import InputError, ParameterError, ProtocolError
 from privsim.network.schedule import Schedule
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def _checked_privacy(fn: Callable) -> Callable:
         claim = fn(self, *args, **kwargs)
         if claim is not None and not isinstance(claim, Privacy):
             call = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-            raise ParameterError(f"{self.name or type(self).__name__}.privacy({call}) returned {claim!r} "
+            raise ProtocolError(f"{self.name or type(self).__name__}.privacy({call}) returned {claim!r} "
                                  f"(expected Privacy(epsilon, delta) or None, got {type(claim).__name__})")
         return claim
 
@@ -336,7 +336,7 @@ class Protocol:
         if (n, t) not in cache:
             schedule = self.schedule(n, t)
             if not isinstance(schedule, Schedule):
-                raise ParameterError(f"{self.name or type(self).__name__}.schedule(n={n}, t={t}) returned "
+                raise ProtocolError(f"{self.name or type(self).__name__}.schedule(n={n}, t={t}) returned "
                                      f"{type(schedule).__name__} (expected a privsim.Schedule, e.g. "
                                      f"Schedule(n, rounds, curator=...), got {schedule!r:.60})")
             cache[(n, t)] = schedule
