@@ -416,7 +416,7 @@ def bench(
 @app.command("protocols")
 def list_protocols(json_out: bool = _JSON) -> None:
     """List the protocols (built-in and installed plugins) and their parameters."""
-    from privsim.protocols.loading import plugins, plugin_class
+    from privsim.protocols.loading import plugin_class, plugins
 
     classes: dict[str, tuple[str, type]] = {name: ("built-in", cls) for name, cls in sorted(REGISTRY.items())}
     failed: list[str] = []
