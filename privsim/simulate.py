@@ -13,6 +13,7 @@ import trio
 from privsim.analysis.accuracy import accuracy_summary
 from privsim.analysis.views import View
 from privsim.errors import InputError, ParameterError, PartyFailure, PrivsimError, ProtocolError, ViewNotRecorded
+from privsim.network.messages import seal
 from privsim.network.network import SyncNetwork
 from privsim.network.schedule import CURATOR, Schedule, id_key, parse_coalition, party_ids, sort_ids
 from privsim.parties.context import PartyContext
@@ -189,10 +190,14 @@ async def _run_party(routine: Any, ctx: PartyContext, net: SyncNetwork) -> None:
         raise
     except Exception as exc:
         who = "the curator" if ctx.id == CURATOR else f"party {ctx.id}"
-        raise PartyFailure(f"{who} failed in round {ctx.round}: {type(exc).__name__}: {exc}", ctx.id,
+        hint = ""
+        if isinstance(exc, ValueError) and "read-only" in str(exc):
+            hint = ("; received messages and inputs are read-only (a view is what was sent): "
+                    "copy before changing, e.g. np.array(value)")
+        raise PartyFailure(f"{who} failed in round {ctx.round}: {type(exc).__name__}: {exc}{hint}", ctx.id,
                            ctx.round) from exc
     ctx._done_round = ctx.round
-    net.depart(ctx)
+    net.depart(ctx.id)
 
 
 async def _main(protocol: Protocol, contexts: list[PartyContext], net: SyncNetwork) -> None:
@@ -308,9 +313,10 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
     gc_was_enabled = gc.isenabled()
     gc.disable()
     ids = party_ids(n, protocol.has_curator)
-    contexts = [PartyContext(pid, n, t, trials, None if pid == CURATOR else x[:, pid], net, rng_factory)
-                for pid in ids]
-    net.attach(contexts)
+    seal(x)  # the engine's own copy: each party's input is a read-only slice of it, not a copy
+    outboxes = net.attach(ids)
+    contexts = [PartyContext(pid, n, t, trials, None if pid == CURATOR else x[:, pid], net, rng_factory,
+                             outboxes[pid]) for pid in ids]
     try:
         trio.run(_main, protocol, contexts, net, strict_exception_groups=True)
     except BaseExceptionGroup as group:
@@ -319,7 +325,7 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
         if gc_was_enabled:
             gc.enable()
 
-    outputs = {c.id: c._output for c in contexts if c._output_round is not None}
+    outputs = {c.id: c._output for c in contexts if c._has_output}
     truth = np.asarray(protocol.true_value(x))
     estimate = _checked_estimate(protocol, outputs, contexts, truth)
     draws = {c.id: c._rng.draws for c in contexts if c._rng is not None and c._rng.draws is not None}

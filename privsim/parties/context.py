@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from privsim.errors import PartyFailure
+from privsim.network.messages import Inbox, Outbox, freeze
 from privsim.network.schedule import CURATOR
 
 if TYPE_CHECKING:
@@ -14,28 +15,6 @@ if TYPE_CHECKING:
     from privsim.parties.rng import TrialRNG
 
 __all__ = ["Inbox", "PartyContext"]
-
-
-class Inbox(dict):
-    """The messages a party received in one round: ``sender -> value``, ordered by sender.
-
-    Values carry the leading trial axis.
-
-    >>> box = Inbox({0: np.array([1, 0]), 2: np.array([1, 1])})
-    >>> box.stack().tolist(), box.total().tolist()
-    ([[1, 1], [0, 1]], [2, 1])
-    """
-
-    def stack(self, axis: int = 1) -> np.ndarray:
-        """The values stacked along ``axis`` (default: ``(trials, senders, ...)``)."""
-        return np.stack(list(self.values()), axis=axis)
-
-    def total(self) -> np.ndarray:
-        """The elementwise sum of all received values (booleans are summed as int64)."""
-        if not self:
-            raise ValueError("empty inbox")
-        stacked = np.stack(list(self.values()), axis=0)  # contiguous copy: faster than axis=1
-        return stacked.sum(axis=0, dtype=np.int64 if stacked.dtype.kind in "bui" else None)
 
 
 class PartyContext:
@@ -65,29 +44,29 @@ class PartyContext:
         inbox = await ctx.end_round()
     """
 
-    __slots__ = ("id", "n", "t", "trials", "input", "round", "_net", "_rng", "_rng_factory",
-                 "_out_to", "_out_val", "_out_bits", "_waiting", "_done", "_output", "_output_round",
-                 "_done_round")
+    __slots__ = ("id", "n", "t", "trials", "input", "_net", "_outbox", "_rng", "_rng_factory", "_output",
+                 "_has_output", "_output_round", "_done_round")
 
     def __init__(self, pid: int | str, n: int, t: int, trials: int, input: np.ndarray | None,
-                 net: SyncNetwork, rng_factory: Any) -> None:
+                 net: SyncNetwork, rng_factory: Any, outbox: Outbox | None = None) -> None:
         self.id = pid
         self.n = n
         self.t = t
         self.trials = trials
-        self.input = input
-        self.round = 1
+        self.input = None if input is None else freeze(input)
         self._net = net
+        self._outbox = Outbox() if outbox is None else outbox
         self._rng: TrialRNG | None = None
         self._rng_factory = rng_factory
-        self._out_to: list[int | str] = []
-        self._out_val: list[Any] = []
-        self._out_bits: dict[int | str, int] | None = None
-        self._waiting = False
-        self._done = False
         self._output: Any = None
+        self._has_output = False
         self._output_round: int | None = None
         self._done_round: int | None = None  # the round in which the routine returned
+
+    @property
+    def round(self) -> int:
+        """The current round, from 1."""
+        return self._net.round
 
     @property
     def is_curator(self) -> bool:
@@ -104,17 +83,15 @@ class PartyContext:
     def send(self, to: int | str, value: Any, bits: int | None = None) -> None:
         """Queue ``value`` for ``to``; it is delivered when the round ends.
 
-        ``value`` carries the leading trial axis (a constant is sent as ``ctx.full(v)``).
-        ``bits`` overrides the per-run size used for the bit count (default: 1 bit
+        ``value`` carries the leading trial axis (a constant is sent as ``ctx.full(v)``;
+        anything else fails the run naming party and round). The value is frozen when
+        sent: the receiver, and the transcript, get it exactly as it is now, whatever the
+        sender does with its array later. ``bits``
+        overrides the per-run size used for the bit count (default: 1 bit
         per boolean element, the item size otherwise).
         """
         _check_trial_value(self, value, to)
-        self._out_to.append(to)
-        self._out_val.append(value)
-        if bits is not None:
-            if self._out_bits is None:
-                self._out_bits = {}
-            self._out_bits[to] = int(bits)
+        self._outbox.put(to, value, bits)
 
     def send_many(self, tos: list[int | str], values: Any) -> None:
         """Send ``values[:, i]`` to ``tos[i]`` (values shaped ``(trials, len(tos), ...)``)."""
@@ -123,10 +100,10 @@ class PartyContext:
 
     async def end_round(self) -> Inbox:
         """Wait for the round barrier; returns this party's inbox for the round."""
-        return await self._net.end_round(self)
+        return await self._net.end_round(self.id)
 
     def output(self, value: Any) -> None:
-        """Record this party's output (with the trial axis), once.
+        """Record this party's output (with the trial axis), once; frozen like a message.
 
         Raises
         ------
@@ -137,9 +114,9 @@ class PartyContext:
         if self._output_round is not None:
             self._fail(f"output a second time (the first was in round {self._output_round})",
                        "one ctx.output(...) per party", "a second one")
-        self._output = value
+        self._output = freeze(value)
+        self._has_output = True
         self._output_round = self.round
-
     # ------------------------------------------------------------------ less ceremony
     async def idle(self, rounds: int = 1) -> None:
         """Sit out ``rounds`` rounds: end them (the current one first) sending nothing more.
@@ -164,10 +141,9 @@ class PartyContext:
             r = self.round
             inbox = await self.end_round()
             if inbox:
-                self.round = r  # name the round the message arrived in
                 senders = ", ".join(map(_who, inbox))
                 self._fail(f"received a message while idling (from {senders})", "no message",
-                           f"{len(inbox)} message(s); read them with `await ctx.end_round()`")
+                           f"{len(inbox)} message(s); read them with `await ctx.end_round()`", round=r)
 
     def zeros(self, *shape: int, dtype: Any = np.float64) -> np.ndarray:
         """Zeros of shape ``(trials, *shape)``: a value with the trial axis.
@@ -194,9 +170,9 @@ class PartyContext:
         """
         return np.full((self.trials, *shape), value, dtype=dtype)
 
-    def _fail(self, what: str, expected: str, got: str) -> None:
-        raise PartyFailure(f"{_who(self.id)}, round {self.round}: {what} (expected {expected}, got {got})",
-                           self.id, self.round)
+    def _fail(self, what: str, expected: str, got: str, round: int | None = None) -> None:
+        r = self.round if round is None else round
+        raise PartyFailure(f"{_who(self.id)}, round {r}: {what} (expected {expected}, got {got})", self.id, r)
 
 
 def _who(pid: int | str) -> str:
@@ -220,3 +196,4 @@ def _check_trial_value(ctx: PartyContext, value: Any, to: Any = None) -> None:
     what = "output" if to is None else f"message to {_who(to)}"
     ctx._fail(f"{what} has no trial axis of length {ctx.trials}",
               f"an array of shape (trials={ctx.trials}, ...); ctx.full(v) repeats a constant", got)
+

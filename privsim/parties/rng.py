@@ -145,7 +145,9 @@ class TrialRNG:
                 parts.append(getattr(gen, name)(*a, size=(hi - lo, *shape), **kw))
             out = np.concatenate(parts)
         if self.draws is not None:
-            self.draws.append(out)
+            # A copy: the party may go on to change its draw in place, and the view must
+            # hold the random tape as drawn.
+            self.draws.append(out.copy())
         return out
 
     def _slice(self, x: Any, lo: int, hi: int, shape: tuple) -> Any:
