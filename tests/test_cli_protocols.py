@@ -174,13 +174,24 @@ def test_user_protocols_on_dask(tmp_path, plugin_class):
 
 # ------------------------------------------------------------------ scenario files, the template
 def test_scenario_protocol_path_is_relative_to_the_scenario(tmp_path, monkeypatch, capsys):
-    sub = tmp_path / "work"
-    sub.mkdir()
-    (sub / "relay_sum.py").write_text(RELAY.read_text())
-    (sub / "relay.toml").write_text('protocol = "relay_sum.py:RelaySum"\nn = 4\ntrials = 100\nseed = 2\n')
-    monkeypatch.chdir(tmp_path)
-    code, out, _ = cli(capsys, "run", "work/relay.toml", "--json")
-    assert code == 0 and json.loads(out)["protocol"] == "relay-sum" and json.loads(out)["messages"] == 4
+    monkeypatch.chdir(tmp_path)  # far from examples/, where the scenario and its protocol are
+    scenario = str(ROOT / "examples" / "relay_sum.toml")
+    code, out, _ = cli(capsys, "run", scenario, "--trials", "100", "--json")
+    assert code == 0 and json.loads(out)["protocol"] == "relay-sum" and json.loads(out)["messages"] == 8
+    code, out, _ = cli(capsys, "audit", scenario, "--trials", "4096", "--json")
+    assert code == 0 and json.loads(out)["coalition"] == ["2", "4"] and json.loads(out)["neighbor"] == 3
+    (tmp_path / "mine.toml").write_text('protocol = "sub/relay.py:RelaySum"\nn = 3\n')
+    assert "file " + str(tmp_path / "sub" / "relay.py") + " does not exist" in one_line_error(
+        capsys, "run", "mine.toml")
+
+
+def test_readme_section_shows_the_example_file_in_under_40_lines():
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Your own protocol, end to end")[1].split("\n## ")[0]
+    block = section.split("```python\n")[1].split("```")[0]
+    assert block == RELAY.read_text() and len(block.splitlines()) < 40
+    assert "end_round()` once per round, also in rounds where it sends nothing" in section
+    assert "`true_value` defaults to the sum of the parties' inputs" in section
 
 
 def test_new_protocol_writes_a_runnable_file_and_scenario(tmp_path, monkeypatch, capsys):

@@ -419,7 +419,7 @@ class ContinualSum(Protocol):
 
     async def curator(self, ctx: PartyContext) -> None:
         noise = TreeNoise(self.T, self.sigma2, ctx.rng)
-        total = np.zeros(ctx.trials)
+        total = ctx.zeros()
         released = np.empty((ctx.trials, self.T))
         for s in range(1, self.T + 1):
             if self.broadcast and s > 1:

@@ -471,7 +471,7 @@ class SecureSum(DistributedNoiseSum):
             if me == 0:
                 total = reconstruct(np.stack([partial, *inbox.values()], axis=-1), q)
         elif self.broadcast:
-            await ctx.end_round()
+            await ctx.idle()  # non-holders sit out the holders' round
         if self.broadcast:
             if me == 0:
                 for i in range(1, n):
