@@ -172,6 +172,18 @@ def test_user_protocols_on_dask(tmp_path, plugin_class):
             assert {**run_trials(cls(), [1, 0, 1], executor=ex, **kw).summary(), "executor": "local"} == local
 
 
+def test_module_references_are_imported_from_the_path_or_the_working_directory(tmp_path, monkeypatch, capsys,
+                                                                            plugin_class):
+    code, out, _ = cli(capsys, "run", "--protocol", "privsim_geometric:GeometricSum", "--n", "4", "--trials", "50",
+                       "--json")
+    assert code == 0 and json.loads(out)["protocol"] == "geometric-sum"
+    (tmp_path / "my_relay.py").write_text(RELAY.read_text())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    monkeypatch.delitem(sys.modules, "my_relay", raising=False)
+    assert resolve_protocol("my_relay:RelaySum").name == "relay-sum"  # found in the working directory
+
+
 # ------------------------------------------------------------------ scenario files, the template
 def test_scenario_protocol_path_is_relative_to_the_scenario(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # far from examples/, where the scenario and its protocol are

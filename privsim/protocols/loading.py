@@ -99,6 +99,11 @@ def load_reference(spec: str) -> type[Protocol]:
     ProtocolLoadError
         The file does not exist or fails to import, the module is not found, the class is
         missing or is not a Protocol subclass, or its ``name`` is a built-in's.
+
+    Examples
+    --------
+    >>> load_reference("privsim.protocols.leaky:LeakyRR").name
+    'leaky-rr'
     """
     where, attr = _split(spec)
     module = _import_file(spec, Path(where)) if _is_file(where) else _import_module(spec, where)
@@ -239,6 +244,11 @@ def plugin_class(info: PluginInfo) -> type[Protocol]:
     ProtocolLoadError
         The plugin's name is a built-in's, its module fails to import, or its target is
         not a Protocol subclass.
+
+    Examples
+    --------
+    >>> plugin_class(PluginInfo("leaky-copy", "privsim.protocols.leaky:LeakyRR", "example")).__name__
+    'LeakyRR'
     """
     spec = f"{info.name} (plugin {info.target} of {info.distribution})"
     _check_clash(spec, info.name, None)
