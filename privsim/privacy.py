@@ -46,7 +46,7 @@ from scipy import optimize
 from privsim.errors import ParameterError
 from privsim.mechanisms import accounting
 
-__all__ = ["DEFAULT_DELTA", "MEASURES", "Privacy", "as_claim"]
+__all__ = ["DEFAULT_DELTA", "MEASURES", "Privacy", "as_claim", "judge"]
 
 #: The delta at which a zCDP or Gaussian claim is reported (and audited, when the audit is
 #: given no delta) unless the protocol names one.
@@ -141,8 +141,10 @@ class Privacy:
         return cls(accounting.gaussian_epsilon(1.0 / mu, ref), ref, rho=mu * mu / 2.0, mu=mu)
 
     def with_paper(self, paper: Privacy | None) -> Privacy:
-        """This claim with the paper's own claim attached (kept only where they differ)."""
-        same = paper is None or (paper == self and paper.measure == self.measure)
+        """This claim with the paper's own claim attached, kept only where its epsilon at the
+        same delta differs (the paper states one point of what privsim claims as a curve)."""
+        same = paper is None or (paper.delta == self.delta and math.isclose(paper.epsilon, self.epsilon,
+                                                                           rel_tol=1e-9, abs_tol=1e-12))
         return replace(self, paper=None if same else paper)
 
     def assuming(self, assumption: str) -> Privacy:
@@ -255,3 +257,30 @@ def as_claim(value: Any, where: str = "privacy()") -> Privacy | None:
         return value
     hint = f"; write Privacy({value!r})" if isinstance(value, (int, float)) else ""
     raise ParameterError(f"{where} must return a Privacy claim or None (got {value!r}){hint}")
+
+
+def judge(claim: Privacy | None, epsilon_lower: float, delta: float, *, own: bool = True) -> tuple[bool | None, str]:
+    """Whether a lower bound at ``delta`` contradicts ``claim``, and why, in one sentence.
+
+    ``violated`` compares like with like: the bound, computed at ``delta``, against the
+    epsilon the claim implies at that same delta. ``None`` when the claim implies nothing
+    there (an (epsilon, delta_0) claim audited at delta < delta_0, or a zCDP claim at
+    delta = 0); ``False`` with no claim at all. ``own=False`` says the claim is not the
+    coalition's own but the one towards ``public`` it is judged against.
+
+    >>> judge(Privacy(1.2, 0.1), 0.9, 0.1)[0], judge(Privacy(1.2, 0.1), 0.9, 0.0)[0] is None
+    (False, True)
+    >>> judge(Privacy(1.0, 1e-5), 1.2, 1e-5)
+    (True, 'epsilon_lower 1.2 > 1, what (1, 1e-05)-DP implies at delta = 1e-05')
+    """
+    if claim is None:
+        return False, "the protocol claims nothing for this coalition or towards public: nothing to violate"
+    whose = "" if own else "no claim for this coalition; judged against the claim towards public: "
+    implied = claim.epsilon_at(delta)
+    if implied is None:
+        floor = f"delta >= {claim.delta:g}" if claim.delta else "delta > 0"
+        return None, f"{whose}{claim.describe()} implies no epsilon at delta = {delta:g} (audit at {floor})"
+    violated = epsilon_lower > implied
+    sign = ">" if violated else "<="
+    return violated, (f"{whose}epsilon_lower {epsilon_lower:.4g} {sign} {implied:.4g}, "
+                      f"what {claim.describe()} implies at delta = {delta:g}")

@@ -11,10 +11,11 @@ import pytest
 import privsim
 from privsim import CURATOR, PartyFailure, Privacy, Protocol, Schedule
 from privsim.analysis.accuracy import accuracy_summary
-from privsim.analysis.views import Column
 from privsim.cli import main
-from privsim.errors import ProtocolError
+from privsim.errors import ParameterError, ProtocolError
 from privsim.protocols import AuditScoreContext, RandomizedResponse
+from privsim.protocols.base import claim_for
+from privsim.protocols.columns import Column
 
 
 class Tally(Protocol):
@@ -94,9 +95,9 @@ def test_estimate_schedule_and_claim_mistakes():
     with pytest.raises(ProtocolError, match=r"^tally.schedule\(n=3, t=2\) returned list \(expected a "
                        r"privsim.Schedule, e.g. Schedule\(n, rounds, curator=...\), got \[\[\(0, 'C'\)"):
         run("bad-schedule")
-    with pytest.raises(ProtocolError, match=r"^tally.privacy\(\('C',\), 3, 2\) returned 1.0 \(expected "
-                       r"Privacy\(epsilon, delta\) or None, got float\)$"):
-        Tally(mode="float-claim").privacy(("C",), 3, 2)
+    with pytest.raises(ParameterError, match=r"^tally.privacy\(\) must return a Privacy claim or None \(got "
+                       r"1.0\); write Privacy\(1.0\)$"):
+        claim_for(Tally(mode="float-claim"), ("C",), 3, 2)
     with pytest.raises(ProtocolError, match=r"^estimate and true_value must be one value per trial \(expected "
                        r"shapes \(trials,\) and \(trials,\) or \(\), got \(2, 2\) and \(2,\)\)$"):
         accuracy_summary(np.zeros((2, 2)), np.zeros(2))
@@ -109,7 +110,7 @@ def test_the_cli_prints_each_mistake_on_one_line(tmp_path, capsys):
     common = ["--protocol", f"{path}:Tally", "--n", "3", "--trials", "8192"]
     for argv, expect in ((["run", *common, "--param", "mode=scalar"], "party 1, round 1: message to the curator"),
                          (["audit", *common, "--param", "mode=float-claim", "--coalition", "C", "--neighbor", "0"],
-                          "tally.privacy(")):
+                          "tally.privacy() must return a Privacy claim or None (got 1.0)")):
         with pytest.raises(SystemExit) as exc:
             main(argv)
         err = capsys.readouterr().err

@@ -19,7 +19,11 @@ __all__ = ["Inbox", "MessageFrozen", "Outbox", "freeze", "message_bits", "seal"]
 
 
 class MessageFrozen(PrivsimError, TypeError):
-    """A party tried to change a message it received (messages are read-only)."""
+    """A party tried to change a message it received (messages are read-only).
+
+    >>> issubclass(MessageFrozen, PrivsimError)
+    True
+    """
 
 
 def _read_only_chain(arr: np.ndarray) -> bool:
@@ -138,6 +142,11 @@ class Outbox:
 
     ``to`` and ``values`` are parallel lists; ``bits`` holds per-receiver overrides of
     the bit count (``None`` when there are none).
+
+    >>> box = Outbox(); box.put("C", np.ones(2), None)
+    >>> to, values, bits = box.take()
+    >>> to, values[0].flags.writeable, box.to
+    (['C'], False, [])
     """
 
     __slots__ = ("to", "values", "bits")

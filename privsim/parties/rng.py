@@ -1,6 +1,6 @@
 """Per-party random streams with a leading trial axis, reproducible under any batch split.
 
-Seeding (DESIGN.md section 2): trials are grouped in blocks of :data:`TRIAL_BLOCK`. For
+Seeding (docs/architecture.md, "Trials and seeds"): trials are grouped in blocks of :data:`TRIAL_BLOCK`. For
 block ``b`` the root seed gives one :class:`numpy.random.SeedSequence` per role family,
 ``SeedSequence(seed, spawn_key=(family, b))`` (family 0: parties, 1: curator), whose
 ``generate_state`` output is cut into four 64-bit words per party: the words of party

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from privsim.analysis.views import Column
 from privsim.errors import InputError, ParameterError, ProtocolError
-from privsim.network.schedule import CURATOR, Schedule
-from privsim.privacy import Privacy
+from privsim.network.schedule import CURATOR, PUBLIC_COALITION, Schedule
+from privsim.privacy import Privacy, as_claim
+from privsim.protocols.columns import Column
 
 if TYPE_CHECKING:
     from privsim.parties.context import PartyContext
 
-__all__ = ["AuditScoreContext", "Param", "Privacy", "Protocol", "REQUIRED"]
+__all__ = ["AuditScoreContext", "Param", "Privacy", "Protocol", "REQUIRED", "claim_for"]
 
 REQUIRED: Any = object()
 
@@ -85,22 +85,6 @@ def _legacy_audit_score(method: Callable) -> bool:
     params = [p for p in inspect.signature(method).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return len(params) > 1 and params[0].name != "ctx"
-
-
-def _checked_privacy(fn: Callable) -> Callable:
-    # privacy() must return a Privacy or None: a bare float would fail much later, far
-    # from the protocol (AttributeError: 'float' object has no attribute 'epsilon').
-    @functools.wraps(fn)
-    def privacy(self: Protocol, *args: Any, **kwargs: Any) -> Privacy | None:
-        claim = fn(self, *args, **kwargs)
-        if claim is not None and not isinstance(claim, Privacy):
-            call = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-            raise ProtocolError(f"{self.name or type(self).__name__}.privacy({call}) returned {claim!r} "
-                                 f"(expected Privacy(epsilon, delta) or None, got {type(claim).__name__})")
-        return claim
-
-    privacy._privsim_checked = True  # type: ignore[attr-defined]
-    return privacy
 
 
 class Param:
@@ -256,9 +240,6 @@ class Protocol:
                 if isinstance(v, Param):
                     merged[k] = v
         cls.params = merged
-        own = vars(cls).get("privacy")
-        if callable(own) and not getattr(own, "_privsim_checked", False):
-            cls.privacy = _checked_privacy(own)  # type: ignore[method-assign]
 
     def __init__(self, **params: Any) -> None:
         unknown = sorted(set(params) - set(self.params))
@@ -455,3 +436,15 @@ class Protocol:
 def _rebuild(cls: type[Protocol], params: dict[str, Any]) -> Protocol:
     """Unpickle a protocol by building it again from its parameters."""
     return cls(**params)
+
+
+def claim_for(protocol: Protocol, members: Sequence[int | str], n: int, t: int) -> Privacy | None:
+    """The protocol's claim for a coalition (``public`` included), checked to be a claim.
+
+    >>> from privsim.protocols import CentralLaplace
+    >>> claim_for(CentralLaplace(epsilon=0.5), ("public",), 4, 3)
+    Privacy(epsilon=0.5, delta=0.0)
+    """
+    if tuple(members) == PUBLIC_COALITION:
+        return as_claim(protocol.public_privacy(n, t), f"{protocol.name or type(protocol).__name__}.public_privacy()")
+    return as_claim(protocol.privacy(members, n, t), f"{protocol.name or type(protocol).__name__}.privacy()")
