@@ -95,7 +95,7 @@ def load_scenario(path: str | Path) -> RunSpec:
             raise ParameterError(f"{p}: key {key!r} must be {names} (got {type(value).__name__})")
     core = {k: data[k] for k in ("protocol", "n", "t", "trials", "seed", "inputs") if k in data}
     if "protocol" in core:  # a protocol file is found next to the scenario, wherever privsim runs
-        core["protocol"] = absolute_reference(core["protocol"], p.parent)
+        core["protocol"] = absolute_reference(core["protocol"], p.resolve().parent)
     extra = {k: v for k, v in data.items() if k not in core and k != "params"}
     return RunSpec(**core, params=dict(data.get("params", {})), extra=extra, source=str(p))
 
