@@ -149,17 +149,24 @@ class Outbox:
     (['C'], False, [])
     """
 
-    __slots__ = ("to", "values", "bits")
+    __slots__ = ("to", "values", "bits", "_last")
 
     def __init__(self) -> None:
         self.to: list[int | str] = []
         self.values: list[Any] = []
         self.bits: dict[int | str, int] | None = None
+        self._last: Any = None
 
     def put(self, to: int | str, value: Any, bits: int | None) -> None:
         """Queue a frozen ``value`` for ``to``."""
         self.to.append(to)
-        self.values.append(freeze(value))
+        # One value sent to many receivers (a broadcast) is frozen once, but only when
+        # freezing kept it as it is: a writable array may change between two sends.
+        if value is not self._last:
+            frozen = freeze(value)
+            self._last = value if frozen is value else None
+            value = frozen
+        self.values.append(value)
         if bits is not None:
             if self.bits is None:
                 self.bits = {}
@@ -168,5 +175,5 @@ class Outbox:
     def take(self) -> tuple[list[int | str], list[Any], dict[int | str, int] | None]:
         """Empty the outbox, returning what it held."""
         out = (self.to, self.values, self.bits)
-        self.to, self.values, self.bits = [], [], None
+        self.to, self.values, self.bits, self._last = [], [], None, None
         return out

@@ -116,10 +116,9 @@ class SyncNetwork:
     def _complete_round(self) -> None:
         r = self.round
         expected = self.schedule.senders_in(r)
-        inboxes: dict[int | str, Inbox] = {}
         keep = self.record
         trials = self.trials
-        put = dict.__setitem__
+        boxes: dict[int | str, dict] = {}  # plain dicts while filling; read-only Inboxes below
         for sender, outbox in self._outboxes.items():
             if not outbox.to:
                 exp = expected.get(sender)
@@ -132,15 +131,16 @@ class SyncNetwork:
             if tos != exp:
                 self._check_out_of_order(r, sender, tos, exp or [])
             for to, v in zip(tos, vals):
-                box = inboxes.get(to)
+                box = boxes.get(to)
                 if box is None:
-                    box = inboxes[to] = Inbox(owner=to, round=r)
-                put(box, sender, v)
+                    box = boxes[to] = {}
+                box[sender] = v
             self.messages += len(tos)
             self.bits += _round_bits(vals, trials)
             if bits:
                 for to, b in bits.items():
                     self.bits += b - message_bits(vals[tos.index(to)], trials)
+        inboxes = {d: Inbox(box, owner=d, round=r) for d, box in boxes.items()}
         if inboxes:
             self.rounds_used = r
         if keep == "all":

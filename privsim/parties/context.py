@@ -90,8 +90,18 @@ class PartyContext:
         overrides the per-run size used for the bit count (default: 1 bit
         per boolean element, the item size otherwise).
         """
-        _check_trial_value(self, value, to)
-        self._outbox.put(to, value, bits)
+        box = self._outbox  # Outbox.put, inlined: this runs once per message
+        box.to.append(to)
+        if value is not box._last:  # a broadcast value is frozen (and checked) once (see Outbox.put)
+            _check_trial_value(self, value, to)
+            frozen = freeze(value)
+            box._last = value if frozen is value else None
+            value = frozen
+        box.values.append(value)
+        if bits is not None:
+            if box.bits is None:
+                box.bits = {}
+            box.bits[to] = int(bits)
 
     def send_many(self, tos: list[int | str], values: Any) -> None:
         """Send ``values[:, i]`` to ``tos[i]`` (values shaped ``(trials, len(tos), ...)``)."""
