@@ -64,7 +64,7 @@ class AuditScoreContext:
 
     @functools.cached_property
     def records(self) -> tuple[Column, ...]:
-        """The columns as :class:`~privsim.analysis.views.Column` records (kind, round, sender, receiver, ...)."""
+        """The columns as :class:`~privsim.protocols.columns.Column` records (kind, round, sender, receiver, ...)."""
         return tuple(Column.parse(c) for c in self.columns)
 
     def find(self, kind: str | None = None, **fields: Any) -> list[int]:
