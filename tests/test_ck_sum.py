@@ -241,6 +241,12 @@ def test_privacy_claims():
     assert p.privacy([0, 1, 2, 3], n, t) is None
     assert CKSum(broadcast=True).privacy([4], n, t) == privsim.Privacy(1.0)
     assert CKSum(noise="none").privacy([19], n, t) is None
+    # Gaussian shares: exactly the Gaussian of the residual noise, the collector alone facing 19 of 17 per unit
+    g = CKSum(noise="gaussian", rho=0.125)  # sigma2 = 4
+    assert g.privacy([19], n, t).mu == pytest.approx(1 / math.sqrt(4 * 19 / 17), rel=1e-12)
+    assert g.privacy([17, 18, 19], n, t).mu == pytest.approx(0.5, rel=1e-12)
+    assert g.public_privacy(n, t).mu == pytest.approx(1 / math.sqrt(4 * 20 / 17), rel=1e-12)
+    assert g.publishes(n, t) == (19,)
 
 
 def test_bad_parameters():

@@ -31,7 +31,8 @@ def test_doctests():
 
 @pytest.fixture(scope="module")
 def study():
-    return headline_study([16, 64, 256], epsilon=1.0, t=4, trials=400, seed=7)
+    return headline_study([16, 64, 256], epsilon=1.0, t=4, trials=400, seed=7,
+                          protocols=tuple(headline_module.PROTOCOLS))
 
 
 def test_messages_follow_the_closed_forms(study):
@@ -65,11 +66,40 @@ def test_errors_follow_the_exact_standard_deviations(study):
     assert study["secure_sum"]["rmse"][-1] < 2 * study["secure_sum"]["rmse"][0]
 
 
+def test_every_sum_protocol_is_on_the_map(study):
+    """Messages per party and errors of the protocols beyond the paper's three."""
+    assert study["protocols"] == list(headline_module.PROTOCOLS)
+    assert "secure_sum_skellam" not in headline_module.DEFAULT_PROTOCOLS
+    for i, n in enumerate(study["ns"]):
+        t, r = study["t"][i], study["trials"][i]
+        assert study["rr_distributed"]["messages"][i] == 2 * (n - 1)
+        assert study["central"]["messages"][i] == n and study["shuffle_rr"]["messages"][i] == n
+        assert study["secure_sum_skellam"]["messages"][i] == study["secure_sum"]["messages"][i]
+        for key in study["protocols"]:
+            assert study[key]["messages_per_party"][i] == pytest.approx(study[key]["messages"][i] / n)
+        # exact fourth moments: Laplace(b) mu4 = 24 b^4; Skellam(mu) mu4 = mu + 3 mu^2; RR as a Bernoulli sum
+        shuffle = headline_module.PROTOCOLS["shuffle_rr"].build(1.0, n)
+        p = shuffle.p
+        k2, k4 = n * p * (1 - p), n * p * (1 - p) * (1 - 6 * p * (1 - p))
+        mu = SecureSum(noise="skellam", epsilon=1.0, delta=1e-6).family.mu * n / (n - t)
+        for key, var, mu4 in (("central", 2.0, 24.0),
+                              ("secure_sum_skellam", mu, mu + 3 * mu**2),
+                              ("shuffle_rr", k2 / (2 * p - 1) ** 2, (k4 + 3 * k2**2) / (2 * p - 1) ** 4)):
+            assert study[key]["rmse_theory"][i] == pytest.approx(math.sqrt(var), rel=1e-9)
+            assert abs(study[key]["rmse"][i] ** 2 - var) < 5 * math.sqrt((mu4 - var**2) / r), key
+        # the shuffler's local eps0 is the largest that FMT amplifies to eps = 1 at delta = 1e-6
+        claim = shuffle.privacy(("C",), n, n - 1)
+        assert (claim.paper or claim).epsilon == pytest.approx(1.0, rel=1e-6) and shuffle.epsilon > 1.0
+    # what the shuffler changes: n messages, yet an error that does not grow like sqrt(n)
+    assert study["shuffle_rr"]["rmse"][-1] < 0.5 * study["rr"]["rmse"][-1]
+
+
 def test_trials_shrink_at_large_n():
-    d = headline_study([8, 64], t=1, trials=200, max_party_trials=1024, min_trials=20, include_ck=False)
-    assert d["trials"] == [128, 20] and "ck_sum" not in d
+    d = headline_study([8, 64], t=1, trials=200, max_party_trials=1024, min_trials=20, include_ck=False,
+                       protocols=("rr", "secure_sum", "ck_sum"))
+    assert d["trials"] == [128, 20] and "ck_sum" not in d and d["protocols"] == ["rr", "secure_sum"]
     assert d["t"] == [1, 1]
-    assert headline_study([3], t=5, trials=30, include_ck=False)["t"] == [2]  # t capped at n - 1
+    assert headline_study([3], t=5, trials=30, protocols=("secure_sum",))["t"] == [2]  # t capped at n - 1
 
 
 def test_bad_arguments():
@@ -79,6 +109,8 @@ def test_bad_arguments():
         headline_study([1, 16])
     with pytest.raises(ParameterError, match="t must be"):
         headline_study([16], t=-1)
+    with pytest.raises(ParameterError, match="protocols must be a non-empty selection"):
+        headline_study([16], protocols=("telepathy",))
 
 
 def test_plot_writes_a_png(tmp_path, study):

@@ -24,6 +24,7 @@ LAYERS = [
     ("privsim.parties", 2),
     ("privsim.mechanisms", 3),
     ("privsim.privacy", 4),
+    ("privsim.mechanisms.noise_families", 4),  # a noise family carries its privacy map (a Privacy claim)
     ("privsim.protocols", 5),
     ("privsim.simulate", 6), ("privsim.views", 6), ("privsim.accuracy", 6), ("privsim.executors", 6),
     ("privsim.scenario", 6), ("privsim.resources", 6), ("privsim.transport", 6), ("privsim.backend", 6),

@@ -281,10 +281,40 @@ def test_privacy_claims_per_coalition():
     assert SecureSum(noise="none").privacy([0], n, t) is None       # the exact sum is not DP
     assert SecureSum(noise="none").privacy([1], n, t) == privsim.Privacy(0.0)
     assert SecureSum(noise="discrete-laplace", epsilon=2.0).privacy([0], n, t) == privsim.Privacy(2.0)
-    g = SecureSum(noise="gaussian", epsilon=1.0, delta=1e-5).privacy([0], n, t)
-    assert g == privsim.Privacy(1.0, 1e-5)
-    g = SecureSum(noise="gaussian", rho=0.5, delta=1e-6).privacy([0], n, t)
-    assert g.delta == 1e-6 and 3.0 < g.epsilon < 0.5 + 2 * math.sqrt(0.5 * math.log(1e6))
+
+
+def test_gaussian_claims_are_exact_for_the_residual_noise():
+    """(issue 13) A coalition of size s <= t seeing the output faces n - s honest shares of
+    N(0, sigma2/(n-t)): exactly the Gaussian mechanism with mu = D / sqrt(sigma2 (n-s)/(n-t));
+    the calibration's blanket claim is attached as the paper's."""
+    n, t = 10, 3
+    proto = SecureSum(noise="gaussian", epsilon=1.0, delta=1e-5)
+    sigma = math.sqrt(proto.sigma2)
+    full = proto.privacy([0, 1, 2], n, t)  # |T| = t: exactly N(0, sigma2), the calibrated noise
+    assert full.measure == "gaussian" and full.mu == pytest.approx(1 / sigma, rel=1e-12)
+    assert full.epsilon_at(1e-5) == pytest.approx(1.0, rel=1e-9)
+    assert full.paper is None  # the calibration's (1, 1e-5): the same point of the same curve
+    one = proto.privacy([0], n, t)         # 9 honest shares: variance sigma2 9/7
+    assert one.mu == pytest.approx(1 / (sigma * math.sqrt(9 / 7)), rel=1e-12)
+    assert one.epsilon_at(1e-5) < 0.9 and one.paper == privsim.Privacy(1.0, 1e-5)
+    two = SecureSum(noise="gaussian", rho=0.5, delta=1e-6, max_input=2).privacy([0], n, t)  # sigma2 = 4
+    assert two.mu == pytest.approx(2 / math.sqrt(4 * 9 / 7), rel=1e-12)
+    assert two.paper.measure == "zcdp" and two.paper.rho == 0.5 and two.delta == 1e-6
+
+
+def test_the_exact_gaussian_claim_matches_the_measured_residual_noise():
+    """With broadcast, the empty coalition sees the output with all n = 2 (n - t) shares: the
+    residual variance is 2 sigma2, so mu is 1/sqrt(2) of the blanket one. The variance is
+    measured (5 sd of a sample variance: sqrt(2/R)), so a claim built on sigma2 (a factor of
+    two) or on the standard deviation fails."""
+    n, t, d = 8, 4, 1
+    proto = SecureSum(noise="gaussian", rho=0.125, broadcast=True)  # sigma2 = 4
+    res = privsim.simulate(proto, np.zeros(n, dtype=int), trials=R, seed=21, t=t, record=False)
+    measured = float(np.mean(res.error**2))
+    assert abs(measured - 8.0) < 5 * 8.0 * math.sqrt(2 / R)
+    claim = proto.privacy((), n, t)
+    assert claim.mu == pytest.approx(d / math.sqrt(measured), rel=5 * math.sqrt(2 / R))
+    assert abs(claim.mu - d / math.sqrt(4.0)) > 0.2 * claim.mu  # the blanket mu is visibly different
 
 
 # ------------------------------------------------------------------ bad parameters
@@ -305,3 +335,14 @@ def test_bad_parameters_are_refused_with_one_clear_line():
         privsim.simulate(SecureSum(), [0, 1, 2], t=1)
     with pytest.raises(InputError, match=r"integers in \[0, 3\]"):
         privsim.simulate(SecureSum(max_input=3), [0, 1, -1], t=1)
+
+
+def test_the_outside_observer_reads_the_release_with_all_n_shares_as_noise():
+    n, t = 10, 3
+    proto = SecureSum(noise="gaussian", rho=0.125)  # sigma2 = 4
+    assert proto.publishes(n, t) == (0,)
+    claim = proto.public_privacy(n, t)
+    assert claim.mu == pytest.approx(1 / math.sqrt(4 * n / (n - t)), rel=1e-12)
+    assert SecureSum(noise="laplace", epsilon=0.5).public_privacy(n, t) == privsim.Privacy(0.5)
+    assert SecureSum(noise="none").public_privacy(n, t) is None
+    assert SecureSum(noise="laplace", broadcast=True).publishes(n, t) == tuple(range(n))

@@ -1,30 +1,45 @@
-"""The headline comparison of Beimel–Nissim–Omri: error and messages versus n.
+"""The headline comparison of Beimel–Nissim–Omri: error and messages versus n, for every SUM protocol.
 
-For each n, three t-private ways to estimate SUM(x) of n bits are simulated:
+For each n, these ways to estimate SUM(x) of n bits are simulated (:data:`PROTOCOLS`):
 
-- randomized response (local model, n messages): error sqrt(n (1/4 - a^2))/(2a), about
-  sqrt(n)/eps (Section 3);
-- the natural paradigm, :class:`~privsim.protocols.secure_sum.SecureSum` with Laplace
-  noise shares: error sqrt(2 n/(n-t))/eps = O(1/eps), with (t+1)(n-1) + t messages;
-- :class:`~privsim.protocols.ck_sum.CKSum`, the same output with about n(t+1)/2 messages.
+- ``rr``: randomized response (local model, n messages): error sqrt(n (1/4 - a^2))/(2a),
+  about sqrt(n)/eps (Section 3); ``rr_distributed``: the same with p_1 as curator
+  (2(n - 1) messages);
+- ``secure_sum``: the natural paradigm, :class:`~privsim.protocols.secure_sum.SecureSum`
+  with Laplace noise shares: error sqrt(2 n/(n-t))/eps = O(1/eps), with (t+1)(n-1) + t
+  messages; ``secure_sum_skellam`` (not in :data:`DEFAULT_PROTOCOLS`: it costs as much as
+  the secure sum and adds a noise option, not a protocol): the same with integer Skellam
+  shares (Agarwal, Kairouz, Liu 2021) calibrated to (eps, 1e-6);
+- ``ck_sum``: :class:`~privsim.protocols.ck_sum.CKSum`, the Laplace output with about
+  n(t+1)/2 messages;
+- ``central``: the trusted curator of :class:`~privsim.protocols.central.CentralLaplace`
+  (n messages of raw bits, error sqrt(2)/eps), the reference the paper compares with;
+- ``shuffle_rr``: randomized response through a trusted shuffler
+  (:class:`~privsim.protocols.shuffle.ShuffleRR`, n messages), its local eps0 the largest
+  one that Feldman, McMillan and Talwar's bound amplifies to (eps, 1e-6) towards the
+  curator: error sqrt(n p(1-p))/(2p-1) ~ sqrt(ln(1/delta))/eps.
 
 The message panel draws the lines n(t+1)/4 and n(t+1)/2: below n(t+1)/4 messages some
 party is lonely and its neighbours see all it sends, so the protocol reduces to the
 local model and its error is Omega(sqrt(n)) (Sections 5 and 6); randomized response sits
 there. Chor–Kushilevitz: about n(t+1)/2 messages are needed for an exact t-private sum.
+The third panel puts every protocol on one map, error against messages per party, with
+those lines at (t+1)/4 and (t+1)/2: the central curator and the shuffler sit left of
+the lonely line with O(1/eps) error because each is a trusted party outside the paper's
+model (there every party may be curious and channels are point to point).
 
 Trials shrink at large n so that n x trials stays within ``max_party_trials`` (at least
 ``min_trials``): the default 2^21 keeps 200 trials up to n = 8192 and 128 at n = 16384.
 The per-n trial counts are in the result.
 
 Run it as ``python -m privsim.analysis.headline scenarios/headline.toml --plot headline.png``
-(or, once wired, ``privsim run scenarios/headline.toml --plot headline.png``).
+(or ``privsim run scenarios/headline.toml --plot headline.png``).
 
 Examples
 --------
->>> data = headline_study([16, 64], epsilon=1.0, t=3, trials=60, seed=1)
->>> data["secure_sum"]["messages"], data["bound_half"]
-([63, 255], [32.0, 128.0])
+>>> data = headline_study([16, 64], epsilon=1.0, t=3, trials=60, seed=1, protocols=("rr", "secure_sum"))
+>>> data["secure_sum"]["messages"], data["bound_half"], data["protocols"]
+([63, 255], [32.0, 128.0], ['rr', 'secure_sum'])
 """
 
 from __future__ import annotations
@@ -35,71 +50,162 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from privsim.errors import ParameterError, PrivsimError
+from privsim.mechanisms.shuffle_accounting import fmt_local_epsilon
+from privsim.protocols.base import Protocol
+from privsim.protocols.central import CentralLaplace
 from privsim.protocols.ck_sum import CKSum
-from privsim.protocols.randomized_response import RandomizedResponse
+from privsim.protocols.randomized_response import RandomizedResponse, RandomizedResponseDistributed
 from privsim.protocols.secure_sum import SecureSum
+from privsim.protocols.shuffle import ShuffleRR
 from privsim.simulate import simulate
 
-__all__ = ["headline_study", "plot_headline", "load_headline_scenario", "main"]
+__all__ = ["DEFAULT_PROTOCOLS", "PROTOCOLS", "HeadlineProtocol", "headline_study", "plot_headline",
+           "load_headline_scenario", "main"]
 
 #: Default n x trials budget per protocol and n.
 MAX_PARTY_TRIALS = 2**21
+
+#: The delta of the (eps, delta) calibrations (Skellam shares, the shuffler's amplification).
+HEADLINE_DELTA = 1e-6
+
+
+@dataclass(frozen=True)
+class HeadlineProtocol:
+    """One SUM protocol of the study: its label, colour and marker, and how to build it.
+
+    ``build(epsilon, n)`` returns the protocol calibrated to central ``epsilon`` at n
+    parties; ``sd(protocol, n, t)`` is the exact standard deviation of its error.
+
+    Examples
+    --------
+    >>> spec = PROTOCOLS["secure_sum"]
+    >>> proto = spec.build(1.0, 10)
+    >>> proto.name, round(spec.sd(proto, 10, 2), 4)  # sqrt(2 b^2 n/(n-t)), b = 1
+    ('secure-sum', 1.5811)
+    """
+
+    label: str
+    color: str
+    marker: str
+    build: Callable[[float, int], Protocol]
+    sd: Callable[[Any, int, int], float]
+
+
+def _shuffle_rr(epsilon: float, n: int) -> ShuffleRR:
+    # the largest local eps0 that FMT's numerical bound amplifies to (epsilon, delta) at the curator
+    return ShuffleRR(epsilon=fmt_local_epsilon(epsilon, HEADLINE_DELTA, n), delta=HEADLINE_DELTA)
+
+
+#: The SUM protocols of the study, by key (the order of the legend; the position, with n,
+#: picks each simulation's independent seed).
+PROTOCOLS: dict[str, HeadlineProtocol] = {
+    "rr": HeadlineProtocol("randomized response", "#c44e52", "o",
+                           lambda e, n: RandomizedResponse(epsilon=e), lambda p, n, t: math.sqrt(p.variance(n))),
+    "secure_sum": HeadlineProtocol("secure sum (Laplace shares)", "#4c72b0", "s",
+                                   lambda e, n: SecureSum(noise="laplace", epsilon=e),
+                                   lambda p, n, t: math.sqrt(p.noise_variance(n, t))),
+    "ck_sum": HeadlineProtocol("ck-sum (Laplace shares)", "#55a868", "^",
+                               lambda e, n: CKSum(noise="laplace", epsilon=e),
+                               lambda p, n, t: math.sqrt(p.noise_variance(n, t))),
+    "rr_distributed": HeadlineProtocol("randomized response, p_1 as curator", "#dd8452", "v",
+                                       lambda e, n: RandomizedResponseDistributed(epsilon=e),
+                                       lambda p, n, t: math.sqrt(p.variance(n))),
+    "secure_sum_skellam": HeadlineProtocol("secure sum (Skellam shares, delta 1e-6)", "#8172b3", "D",
+                                           lambda e, n: SecureSum(noise="skellam", epsilon=e, delta=HEADLINE_DELTA),
+                                           lambda p, n, t: math.sqrt(p.noise_variance(n, t))),
+    "central": HeadlineProtocol("central Laplace (trusted curator)", "#7f7f7f", "x",
+                                lambda e, n: CentralLaplace(epsilon=e, broadcast=False),
+                                lambda p, n, t: math.sqrt(p.noise_variance())),
+    "shuffle_rr": HeadlineProtocol("shuffle-rr (trusted shuffler, FMT to eps)", "#937860", "P",
+                                   _shuffle_rr, lambda p, n, t: math.sqrt(p.variance(n))),
+}
 
 
 def _rmse(err: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(err))))
 
 
-def headline_study(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trials: int = 200, seed: int = 0, *,
-                   max_party_trials: int = MAX_PARTY_TRIALS, min_trials: int = 50, include_ck: bool = True,
-                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Simulate randomized response, secure sum (Laplace) and ck-sum for every n in ``ns``.
+#: The protocols a study runs by default: every SUM protocol once.
+DEFAULT_PROTOCOLS: tuple[str, ...] = tuple(k for k in PROTOCOLS if k != "secure_sum_skellam")
 
-    Args:
-        ns: numbers of parties (each >= 2).
-        epsilon: the privacy parameter of every protocol.
-        t: the coalition threshold of the secure sums (capped at n - 1 for small n).
-        trials: runs per n (fewer at large n, see the module docstring).
-        seed: the root seed of every simulation.
-        max_party_trials: the n x trials budget per protocol and n.
-        min_trials: the fewest trials used at any n.
-        include_ck: also simulate :class:`~privsim.protocols.ck_sum.CKSum`.
-        progress: called with a short label before each simulation.
 
-    Returns:
-        A JSON-ready dict: ``ns``, ``t`` (per n), ``trials`` (per n), ``epsilon``, and per
-        protocol (``rr``, ``secure_sum``, ``ck_sum``) lists ``rmse``, ``rmse_theory``,
-        ``messages``, ``rounds``; the lines ``bound_quarter`` = n(t+1)/4 and
-        ``bound_half`` = n(t+1)/2; ``seconds``.
-
-    Raises:
-        ParameterError: for an empty ``ns``, an n < 2, t < 0 or trials < 1.
-
-    >>> d = headline_study([32], epsilon=1.0, t=1, trials=50, seed=2, include_ck=False)
-    >>> d["rr"]["messages"], d["secure_sum"]["messages"], d["trials"]
-    ([32], [63], [50])
-    """
-    ns = [int(n) for n in ns]
+def _check_study(ns: list[int], t: int, trials: int, min_trials: int, keys: list[str]) -> None:
     if not ns or min(ns) < 2:
         raise ParameterError(f"ns must be a non-empty list of party counts >= 2 (got {ns})")
     if t < 0:
         raise ParameterError(f"t must be >= 0 (got {t})")
     if trials < 1 or min_trials < 1:
         raise ParameterError(f"trials must be >= 1 (got {trials})")
+    unknown = [k for k in keys if k not in PROTOCOLS]
+    if unknown or not keys:
+        raise ParameterError(f"protocols must be a non-empty selection of {', '.join(PROTOCOLS)} (got {keys})")
+
+
+def headline_study(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trials: int = 200, seed: int = 0, *,
+                   max_party_trials: int = MAX_PARTY_TRIALS, min_trials: int = 50, include_ck: bool = True,
+                   protocols: Sequence[str] | None = None,
+                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Simulate every SUM protocol of :data:`DEFAULT_PROTOCOLS` (or ``protocols``) for every n in ``ns``.
+
+    Parameters
+    ----------
+    ns:
+        Numbers of parties (each >= 2).
+    epsilon:
+        The central privacy parameter of every protocol (see :data:`PROTOCOLS`).
+    t:
+        The coalition threshold of the secure sums (capped at n - 1 for small n).
+    trials:
+        Runs per n (fewer at large n, see the module docstring).
+    seed:
+        The root seed of every simulation.
+    max_party_trials:
+        The n x trials budget per protocol and n.
+    min_trials:
+        The fewest trials used at any n.
+    include_ck:
+        Keep :class:`~privsim.protocols.ck_sum.CKSum` (``False`` drops it from the selection).
+    protocols:
+        Keys of :data:`PROTOCOLS` to run; ``None``: :data:`DEFAULT_PROTOCOLS`.
+    progress:
+        Called with a short label before each simulation.
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``ns``, ``t`` (per n), ``trials`` (per n), ``epsilon``, ``protocols``
+        (the keys run), and per protocol key lists ``rmse``, ``rmse_theory``, ``messages``,
+        ``messages_per_party``, ``rounds``; the lines ``bound_quarter`` = n(t+1)/4 and
+        ``bound_half`` = n(t+1)/2; ``seconds``.
+
+    Raises
+    ------
+    ParameterError
+        For an empty ``ns``, an n < 2, t < 0, trials < 1 or an unknown protocol key.
+
+    Examples
+    --------
+    >>> d = headline_study([32], epsilon=1.0, t=1, trials=50, seed=2, protocols=("rr", "secure_sum"))
+    >>> d["rr"]["messages"], d["secure_sum"]["messages"], d["trials"]
+    ([32], [63], [50])
+    """
+    ns = [int(n) for n in ns]
+    keys = list(DEFAULT_PROTOCOLS) if protocols is None else [str(k) for k in protocols]
+    if not include_ck:
+        keys = [k for k in keys if k != "ck_sum"]
+    _check_study(ns, t, trials, min_trials, keys)
     start = time.perf_counter()
-    names = ["rr", "secure_sum"] + (["ck_sum"] if include_ck else [])
-    out: dict[str, Any] = {"ns": ns, "epsilon": float(epsilon), "t": [], "trials": [],
+    out: dict[str, Any] = {"ns": ns, "epsilon": float(epsilon), "t": [], "trials": [], "protocols": keys,
                            "bound_quarter": [], "bound_half": [], "seed": int(seed),
-                           **{k: {"rmse": [], "rmse_theory": [], "messages": [], "rounds": []} for k in names}}
-    rr = RandomizedResponse(epsilon=epsilon)
-    ss = SecureSum(noise="laplace", epsilon=epsilon)
-    ck = CKSum(noise="laplace", epsilon=epsilon)
+                           **{k: {"rmse": [], "rmse_theory": [], "messages": [], "messages_per_party": [],
+                                  "rounds": []} for k in keys}}
     for n in ns:
         tn = min(t, n - 1)
         r = max(min_trials, min(trials, max_party_trials // n))
@@ -108,32 +214,63 @@ def headline_study(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trials: 
         out["trials"].append(r)
         out["bound_quarter"].append(n * (tn + 1) / 4)
         out["bound_half"].append(n * (tn + 1) / 2)
-        runs = [("rr", rr, math.sqrt(rr.variance(n))), ("secure_sum", ss, math.sqrt(ss.noise_variance(n, tn)))]
-        if include_ck:
-            runs.append(("ck_sum", ck, math.sqrt(ck.noise_variance(n, tn))))
-        for k, (key, proto, sd) in enumerate(runs):
+        for key in keys:
+            spec = PROTOCOLS[key]
+            proto = spec.build(epsilon, n)
             if progress is not None:
                 progress(f"{proto.name} n={n} trials={r}")
-            # independent randomness per protocol (the secure sums would otherwise draw the same noise)
-            sub_seed = int(np.random.SeedSequence(seed, spawn_key=(k,)).generate_state(1)[0])
+            # independent randomness per protocol and n (a curator's stream does not depend on n:
+            # with one seed, the central mechanism would add the same noise at every n)
+            stream = np.random.SeedSequence(seed, spawn_key=(list(PROTOCOLS).index(key), n))
+            sub_seed = int(stream.generate_state(1)[0])
             res = simulate(proto, x, trials=r, seed=sub_seed, t=tn, record=False)
             entry = out[key]
             entry["rmse"].append(_rmse(res.error))
-            entry["rmse_theory"].append(sd)
+            entry["rmse_theory"].append(spec.sd(proto, n, tn))
             entry["messages"].append(int(res.messages))
+            entry["messages_per_party"].append(res.messages / n)
             entry["rounds"].append(int(res.rounds))
     out["seconds"] = time.perf_counter() - start
     return out
 
 
+def _lines_per_party(ax: Any, data: dict[str, Any]) -> None:
+    """Vertical lines at (t+1)/4 and (t+1)/2 messages per party, for each t of the study."""
+    for k, tn in enumerate(sorted(set(data["t"]))):
+        suffix = f" (t={tn})" if len(set(data["t"])) > 1 else ""
+        ax.axvline((tn + 1) / 4, ls=":", color="k", lw=1, label="(t+1)/4: below, lonely parties" + suffix
+                   if k == 0 else None)
+        ax.axvline((tn + 1) / 2, ls="--", color="k", lw=1, label="(t+1)/2: Chor–Kushilevitz" + suffix
+                   if k == 0 else None)
+
+
+def _format(ax: Any, xlabel: str, ylabel: str, title: str) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+
+
 def plot_headline(path: str | Path, data: dict[str, Any]) -> None:
-    """Write the two-panel headline figure (matplotlib, Agg backend) to ``path``.
+    """Write the three-panel headline figure (matplotlib, Agg backend) to ``path``.
 
-    Left: rmse versus n (log-log) with the sqrt(n)/eps reference; right: messages versus
-    n with the lines n(t+1)/4 and n(t+1)/2.
+    Left: rmse versus n (log-log) with the sqrt(n)/eps reference; middle: messages versus
+    n with the lines n(t+1)/4 and n(t+1)/2; right: rmse against messages per party for
+    every protocol and n, with the lines (t+1)/4 and (t+1)/2.
 
+    Parameters
+    ----------
+    path:
+        The PNG to write.
+    data:
+        A result of :func:`headline_study`.
+
+    Examples
+    --------
     >>> import tempfile, os
-    >>> d = headline_study([16, 32], t=1, trials=50, include_ck=False)
+    >>> d = headline_study([16, 32], t=1, trials=50, protocols=("rr", "secure_sum"))
     >>> f = os.path.join(tempfile.mkdtemp(), "h.png"); plot_headline(f, d); os.path.getsize(f) > 0
     True
     """
@@ -146,31 +283,24 @@ def plot_headline(path: str | Path, data: dict[str, Any]) -> None:
     eps = data["epsilon"]
     ts = sorted(set(data["t"]))
     t_label = f"t={ts[0]}" if len(ts) == 1 else f"t={ts[0]}..{ts[-1]}"
-    style = {"rr": ("randomized response", "#c44e52", "o"),
-             "secure_sum": ("secure sum (Laplace shares)", "#4c72b0", "s"),
-             "ck_sum": ("ck-sum (Laplace shares)", "#55a868", "^")}
-    fig, (ax_err, ax_msg) = plt.subplots(1, 2, figsize=(12, 4.8))
-    for key, (label, color, marker) in style.items():
-        if key not in data:
-            continue
-        d = data[key]
-        ax_err.plot(ns, d["rmse"], marker=marker, ls="none", color=color, label=f"{label}: measured")
-        ax_err.plot(ns, d["rmse_theory"], ls="-", lw=1, color=color, alpha=0.6)
-        ax_msg.plot(ns, d["messages"], marker=marker, ls="-", lw=1, color=color, label=label)
+    fig, (ax_err, ax_msg, ax_map) = plt.subplots(1, 3, figsize=(18, 5.2))
+    for key in data.get("protocols", [k for k in PROTOCOLS if k in data]):
+        spec, d = PROTOCOLS[key], data[key]
+        ax_err.plot(ns, d["rmse"], marker=spec.marker, ls="none", color=spec.color, label=f"{spec.label}: measured")
+        ax_err.plot(ns, d["rmse_theory"], ls="-", lw=1, color=spec.color, alpha=0.6)
+        ax_msg.plot(ns, d["messages"], marker=spec.marker, ls="-", lw=1, color=spec.color, label=spec.label)
+        per_party = d.get("messages_per_party", list(np.asarray(d["messages"]) / ns))
+        ax_map.plot(per_party, d["rmse"], marker=spec.marker, ls="-", lw=0.8, color=spec.color, label=spec.label)
     ax_err.plot(ns, np.sqrt(ns) / eps, ls="--", color="k", lw=1, label=r"$\sqrt{n}/\varepsilon$")
     ax_msg.plot(ns, data["bound_quarter"], ls=":", color="k", label="n(t+1)/4: below, lonely parties")
     ax_msg.plot(ns, data["bound_half"], ls="--", color="k", label="n(t+1)/2: Chor–Kushilevitz")
-    for ax, ylabel, title in ((ax_err, "rmse of the estimate of SUM",
-                               f"error (eps={eps:g}, {t_label}); lines: exact sd"),
-                              (ax_msg, "messages per run", f"messages ({t_label})")):
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("n (parties)")
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        ax.legend(fontsize=8)
+    _lines_per_party(ax_map, data)
+    _format(ax_err, "n (parties)", "rmse of the estimate of SUM", f"error (eps={eps:g}, {t_label}); lines: exact sd")
+    _format(ax_msg, "n (parties)", "messages per run", f"messages ({t_label})")
+    _format(ax_map, "messages per party", "rmse of the estimate of SUM",
+            f"error against messages per party ({t_label}; each line runs over n)")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
@@ -212,9 +342,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     (the same as ``privsim run scenarios/headline.toml --plot headline.png``).
     """
     parser = argparse.ArgumentParser(prog="python -m privsim.analysis.headline",
-                                     description="The headline comparison: error and messages versus n.")
+                                     description="The headline comparison: error and messages versus n, "
+                                                 "and error against messages per party.")
     parser.add_argument("scenario", help="a headline scenario (scenarios/headline.toml)")
-    parser.add_argument("--plot", help="write the two-panel figure to this PNG")
+    parser.add_argument("--plot", help="write the three-panel figure to this PNG")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     args = parser.parse_args(argv)
     try:
@@ -231,9 +362,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         for i, n in enumerate(data["ns"]):
             row = [f"n={n:6d}", f"trials={data['trials'][i]:4d}"]
-            for key in ("rr", "secure_sum", "ck_sum"):
-                if key in data:
-                    row.append(f"{key}: rmse={data[key]['rmse'][i]:8.3f} msgs={data[key]['messages'][i]:7d}")
+            for key in data["protocols"]:
+                row.append(f"{key}: rmse={data[key]['rmse'][i]:8.3f} msgs={data[key]['messages'][i]:7d}")
             print("  ".join(row))
         print(f"({data['seconds']:.1f} s)" + (f"; figure: {args.plot}" if args.plot else ""))
     return 0

@@ -46,6 +46,7 @@ _BUILTIN = {
     "continual-range": "privsim.protocols.continual_sketch:ContinualRange",
     "continual-join": "privsim.protocols.continual_sketch:ContinualJoin",
     "leaky-rr": "privsim.protocols.leaky:LeakyRR",
+    "shuffle-rr": "privsim.protocols.shuffle:ShuffleRR",
 }
 
 

@@ -42,7 +42,20 @@ the central one:
   Pr[k] = (1-a)/(1+a) a^|k|, a = e^{-1/b}, b = D/epsilon, which is exactly epsilon-DP on
   Z for integer sensitivity D. The total of all n shares is NB(n/m, 1-a) - NB(n/m, 1-a),
   Var = (n/m) 2a/(1-a)^2. Integer noise: it lives in Z_q without any rounding.
+- ``discrete-gaussian``: N_Z(0, s2) per party, sampled exactly (Canonne-Kamath-Steinke,
+  Algorithm 3), with s2 the smallest value for which m shares meet rho-zCDP (or the
+  largest rho implying (epsilon, delta)) by the bound of Kairouz-Liu-Steinke (ICML 2021,
+  Prop. 14) on the sum of discrete Gaussians, which is not itself a discrete Gaussian.
+  Var = n Var N_Z(0, s2).
+- ``skellam``: Pois(mu/(2m)) - Pois(mu/(2m)) per party; m shares are exactly the Skellam
+  Sk(mu) (closed under summation, Agarwal-Kairouz-Liu, NeurIPS 2021), with mu the
+  smallest variance whose Renyi bound (their Theorem 3.5) gives epsilon at delta.
+  Var = mu n/m.
 - ``none``: the exact sum (no DP claim for the output).
+
+Each option is a noise family of :mod:`privsim.mechanisms.noise_families` (sampler,
+share variance, tail bound and privacy map together); the integer ones (discrete-laplace,
+discrete-gaussian, skellam) live in Z_q without rounding.
 
 Real noise in Z_q (laplace, gaussian): fixed point with ``digits`` binary digits after
 the point. Party i encodes x_i 2^digits + rint(N_i 2^digits) (x_i is an integer, so the
@@ -52,25 +65,31 @@ to_signed(total)/2^digits, so it differs from x + sum N_i by at most n 2^-(digit
 (1.2e-4 for n = 16384 at the default 16 digits) and stays unbiased (every N_i and the
 rounding are symmetric). The privacy claim for these two options is the claim of the
 real-valued mechanism; like every floating-point sampler it is not an exact guarantee
-for the rounded output (Mironov 2012). Use ``discrete-laplace`` for an exact one.
+for the rounded output (Mironov 2012); the claims say so in their ``assumption``. Use
+an integer option (discrete-laplace, discrete-gaussian, skellam) for an exact one.
 
 The modulus
 -----------
 q = choose_modulus(n max_input 2^d, B) with d the fixed-point digits (0 for integer
 noise) and B a bound on |total noise| in encoded units that fails with probability at
-most 2^-40 (:func:`privsim.mechanisms.noise.laplace_tail_bound` and its siblings, plus
-n/2 for the rounding): the smallest power of two q > 2 (n max_input 2^d + B). Then every
-total decodes exactly by to_signed, and the sum wraps only if the noise exceeds B. A
+most 2^-40 (the noise family's ``tail_bound``, plus n/2 for the rounding in fixed
+point): the smallest power of two q > 2 (n max_input 2^d + B). Then every total decodes
+exactly by to_signed, and the sum wraps around with probability at most 2^-40 per run
+(:data:`WRAP_FAILURE_LOG2`). A
 ``modulus`` given by the user must satisfy the same q > 2 (n max_input 2^d + B).
 
 Privacy (the claim travels with the calibration: :meth:`DistributedNoiseSum.privacy`)
 -------------------------------------------------------------------------------------
 - |T| > t: no claim (``None``): t+1 holders reconstruct every input.
 - |T| <= t and T sees the released value (T contains party 0, or ``broadcast``): the
-  noise's guarantee (epsilon for laplace/discrete-laplace; (epsilon, delta) for
-  gaussian; ``None`` for ``none``).
+  family's claim for the n - |T| honest shares T does not know (epsilon for laplace and
+  discrete-laplace; for gaussian exactly the Gaussian mechanism with
+  mu = D / sqrt(sigma2 (n - |T|)/(n - t)), with the calibration's blanket claim as
+  ``paper``; zCDP by KLS21 for discrete-gaussian; (epsilon, delta) by AKL21 for skellam;
+  ``None`` for ``none``).
 - |T| <= t and T sees no released value: Privacy(0): the view is independent of the
   other parties' inputs.
+- ``public`` (the release only): the family's claim for all n shares.
 
 Lemma (flow privacy), used here and by :mod:`privsim.protocols.ck_sum`. Call a protocol
 a *flow*: nodes (each owned by one party) form a DAG with one final node c; every other
@@ -105,13 +124,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from privsim.errors import InputError, ParameterError
-from privsim.mechanisms import noise as noise_lib
-from privsim.mechanisms.accounting import gaussian_epsilon
+from privsim.mechanisms.noise_families import FAMILIES, NoiseFamily, noise_family
 from privsim.mechanisms.sharing import (
     MAX_MODULUS,
     add_mod,
@@ -128,8 +147,8 @@ from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
 
 __all__ = ["NOISES", "WRAP_FAILURE_LOG2", "DistributedNoiseSum", "IntegerInputs", "SecureSum", "modulus_bits"]
 
-#: The noise options of the distributed sums.
-NOISES = ("none", "laplace", "gaussian", "discrete-laplace")
+#: The noise options of the distributed sums (the families of :mod:`privsim.mechanisms.noise_families`).
+NOISES = FAMILIES
 
 #: The sum wraps around mod q with probability at most 2^-WRAP_FAILURE_LOG2 per run.
 WRAP_FAILURE_LOG2 = 40
@@ -186,9 +205,11 @@ class DistributedNoiseSum(IntegerInputs):
     """
 
     noise = Param("laplace", type=str, choices=NOISES, doc="noise of the released sum: " + ", ".join(NOISES))
-    epsilon = Param(1.0, gt=0, doc="privacy parameter eps (laplace, discrete-laplace; gaussian when rho = 0)")
-    delta = Param(1e-6, gt=0, lt=1, doc="delta of the gaussian noise's (epsilon, delta) guarantee")
-    rho = Param(0.0, ge=0, doc="zCDP parameter of the gaussian noise; 0 = calibrate to (epsilon, delta)")
+    epsilon = Param(1.0, gt=0, doc="privacy parameter eps (laplace, discrete-laplace, skellam; gaussian and "
+                                   "discrete-gaussian when rho = 0)")
+    delta = Param(1e-6, gt=0, lt=1, doc="delta of the (epsilon, delta) guarantee and of reported zCDP claims "
+                                        "(gaussian, discrete-gaussian, skellam)")
+    rho = Param(0.0, ge=0, doc="zCDP parameter (gaussian, discrete-gaussian); 0 = calibrate to (epsilon, delta)")
     digits = Param(16, type=int, ge=0, le=40, doc="binary digits after the point of the fixed-point "
                                                   "encoding (laplace, gaussian)")
     modulus = Param(0, type=int, ge=0, doc="the modulus q; 0 = the smallest power of two that cannot wrap")
@@ -199,8 +220,7 @@ class DistributedNoiseSum(IntegerInputs):
         super().__init__(**params)
 
     def validate(self) -> None:
-        if self.rho > 0 and self.noise != "gaussian":
-            raise ParameterError(f"rho applies only to noise=gaussian (got noise={self.noise})")
+        self.family  # noqa: B018 -- calibrate now: a bad combination (e.g. rho with laplace) fails at construction
         if self.modulus == 1 or self.modulus > MAX_MODULUS:
             raise ParameterError(f"modulus must be 0 (automatic) or in [2, 2^62] (got {self.modulus})")
 
@@ -214,26 +234,30 @@ class DistributedNoiseSum(IntegerInputs):
         """The l1 (and l2) sensitivity of the sum: one party moves it by at most max_input."""
         return self.max_input
 
+    @cached_property
+    def family(self) -> NoiseFamily:
+        """The calibrated noise family: sampler, share variance, tail bound and privacy map.
+
+        >>> SecureSum(noise="discrete-laplace", epsilon=0.5).family
+        DiscreteLaplaceShares(b=2.0, epsilon=0.5)
+        """
+        return noise_family(self.noise, sensitivity=self.sensitivity, epsilon=self.epsilon, delta=self.delta,
+                            rho=self.rho)
+
     @property
     def laplace_b(self) -> float:
-        """The scale b = max_input/epsilon of the honest parties' (discrete) Laplace noise."""
-        if "b" not in self._cache:
-            self._cache["b"] = noise_lib.laplace_scale(self.sensitivity, self.epsilon)
-        return self._cache["b"]
+        """The scale b = max_input/epsilon of the (discrete) Laplace families."""
+        return float(getattr(self.family, "b", self.sensitivity / self.epsilon))
 
     @property
     def sigma2(self) -> float:
         """The variance of the honest n - t parties' Gaussian noise: D^2/(2 rho) or analytic (eps, delta)."""
-        if "sigma2" not in self._cache:
-            self._cache["sigma2"] = (
-                noise_lib.gaussian_variance(self.sensitivity, rho=self.rho) if self.rho > 0
-                else noise_lib.gaussian_variance(self.sensitivity, epsilon=self.epsilon, delta=self.delta))
-        return self._cache["sigma2"]
+        return float(getattr(self.family, "sigma2", 0.0))
 
     @property
     def fixed_point(self) -> bool:
         """Whether the noise is real and travels in fixed point (laplace, gaussian)."""
-        return self.noise in ("laplace", "gaussian")
+        return not self.family.integer
 
     @property
     def scale(self) -> int:
@@ -244,20 +268,14 @@ class DistributedNoiseSum(IntegerInputs):
         """The exact variance of the released noise: the sum of all n parties' shares, m = n - t.
 
         laplace 2 b^2 n/m, gaussian sigma2 n/m, discrete-laplace n/m times the discrete
-        Laplace variance 2a/(1-a)^2, none 0. Fixed-point rounding adds at most
+        Laplace variance 2a/(1-a)^2, skellam mu n/m, discrete-gaussian n times the
+        variance of one N_Z share, none 0. Fixed-point rounding adds at most
         :meth:`rounding_bound` to each released value (see the module docstring).
 
         >>> SecureSum(noise="laplace", epsilon=1.0).noise_variance(10, 2)
         2.5
         """
-        m = n - t
-        if self.noise == "laplace":
-            return float(noise_lib.laplace_shares_variance(self.laplace_b, m, n))
-        if self.noise == "gaussian":
-            return float(noise_lib.gaussian_shares_variance(self.sigma2, m, n))
-        if self.noise == "discrete-laplace":
-            return float(noise_lib.discrete_laplace_shares_variance(self.laplace_b, m, n))
-        return 0.0
+        return float(self.family.shares_variance(n - t, n))
 
     def rounding_bound(self, n: int) -> float:
         """The largest |released - (sum + noise)| that fixed-point rounding causes: n 2^-(digits+1).
@@ -273,14 +291,8 @@ class DistributedNoiseSum(IntegerInputs):
         >>> SecureSum(noise="discrete-laplace").noise_bound(1, 0)  # one discrete Laplace, b = 1
         28.0
         """
-        m, f = n - t, WRAP_FAILURE_LOG2
-        if self.noise == "laplace":
-            return self.scale * noise_lib.laplace_tail_bound(self.laplace_b, m, n, f) + n / 2
-        if self.noise == "gaussian":
-            return self.scale * noise_lib.gaussian_tail_bound(self.sigma2, m, n, f) + n / 2
-        if self.noise == "discrete-laplace":
-            return float(noise_lib.discrete_laplace_tail_bound(self.laplace_b, m, n, f))
-        return 0.0
+        bound = self.family.tail_bound(n - t, n, WRAP_FAILURE_LOG2)
+        return self.scale * bound + n / 2 if self.fixed_point else float(bound)
 
     def modulus_for(self, n: int, t: int) -> int:
         """The modulus q of a run with n parties and threshold t (see "The modulus" above).
@@ -321,16 +333,10 @@ class DistributedNoiseSum(IntegerInputs):
         """This party's secret mod q: its input plus its noise share, encoded (trial axis first)."""
         m = ctx.n - ctx.t  # any m honest parties hold the full central noise
         x = np.asarray(ctx.input, dtype=np.int64) * self.scale % q
-        if self.noise == "none":
-            return x
-        if self.noise == "discrete-laplace":
-            share_ = noise_lib.discrete_laplace_share(ctx.rng, self.laplace_b, m, size=())
-            return (x + share_) % q  # |share| < q/2 except with prob. 2^-40, and x < q/2
-        if self.noise == "laplace":
-            real = noise_lib.laplace_share(ctx.rng, self.laplace_b, m, size=())
-        else:
-            real = noise_lib.gaussian_share(ctx.rng, self.sigma2, m, size=())
-        return add_mod(x, encode_fixed(real, self.digits, q), q)  # x 2^d + rint(N 2^d)
+        noise_share = self.family.share(ctx.rng, m, size=())
+        if self.family.integer:
+            return (x + noise_share) % q  # |share| < q/2 except with prob. 2^-40, and x < q/2
+        return add_mod(x, encode_fixed(noise_share, self.digits, q), q)  # x 2^d + rint(N 2^d)
 
     def decode(self, total: np.ndarray, q: int) -> np.ndarray:
         """The released value from the total mod q (a float array in fixed point, else int64).
@@ -348,26 +354,33 @@ class DistributedNoiseSum(IntegerInputs):
         raise NotImplementedError
 
     def output_privacy(self) -> Privacy | None:
-        """The guarantee of the released value given the honest n - t parties' noise.
+        """The blanket guarantee of the released value: that of the honest n - t parties' noise.
 
-        >>> SecureSum(noise="gaussian", epsilon=0.5, delta=1e-7).output_privacy()
-        Privacy(epsilon=0.5, delta=1e-07)
+        It is the claim towards a coalition of exactly t (the paper's statement for every
+        coalition of size <= t); :meth:`privacy` is exact where the family allows it.
+
+        >>> round(SecureSum(noise="gaussian", epsilon=0.5, delta=1e-7).output_privacy().epsilon, 9)
+        0.5
         """
-        if self.noise in ("laplace", "discrete-laplace"):
-            return Privacy(self.epsilon)
-        if self.noise == "gaussian":
-            if self.rho > 0:  # the exact (eps, delta) curve of the Gaussian, never worse than rho-zCDP's
-                sigma = math.sqrt(self.sigma2)
-                return Privacy(gaussian_epsilon(sigma, self.delta, self.sensitivity), self.delta)
-            return Privacy(self.epsilon, self.delta)
-        return None
+        claim = self.family.privacy(1, 1)
+        return None if claim is None else (claim.paper or claim)
 
     def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
-        if len(coalition) > t:
+        members = [p for p in coalition if isinstance(p, (int, np.integer))]
+        if len(members) > t:
             return None  # t + 1 share holders reconstruct every input
         if not self.sees_output(coalition, n, t):
             return Privacy(0.0)  # flow-privacy lemma: the view is independent of the others' inputs
-        return self.output_privacy()
+        # the view is the sum plus the n - |T| honest shares it does not know (m = n - t per unit)
+        return self.family.privacy(n - len(members), n - t)
+
+    def publishes(self, n: int, t: int) -> tuple[int | str, ...]:
+        """The released value: the output of :meth:`output_party` (with ``broadcast``, every party's copy)."""
+        return tuple(range(n)) if self.broadcast else (self.output_party(n, t),)
+
+    def public_privacy(self, n: int, t: int) -> Privacy | None:
+        """The outside observer reads the release and knows no share: all n shares are noise to it."""
+        return self.family.privacy(n, n - t)
 
     def audit_score(self, ctx: AuditScoreContext, *legacy: Any) -> Callable[[np.ndarray], np.ndarray] | None:
         """When the coalition holds every neighbour of party j, it sees all j sends and
