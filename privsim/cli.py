@@ -47,7 +47,9 @@ _UsageError = typer.BadParameter.__mro__[2]
 # Options shared by the subcommands (typer needs them spelled per command).
 _SCENARIO = typer.Argument(None, help="A scenario TOML file (scenarios/*.toml); flags override its fields.",
                            show_default=False)
-_PROTOCOL = typer.Option(None, "--protocol", help=f"Protocol name: {', '.join(REGISTRY.names())}.")
+_PROTOCOL = typer.Option(None, "--protocol", help=f"Protocol: a name ({', '.join(REGISTRY.names())}, or an "
+                         "installed plugin's; `privsim protocols` lists them), or your own as FILE.py:Class or "
+                         "package.module:Class.")
 _N = typer.Option(None, "--n", help="Number of parties.")
 _T = typer.Option(None, "--t", help="Coalition-size threshold t (default: the protocol's).")
 _TRIALS = typer.Option(None, "--trials", help="Number of independent runs R.")
@@ -454,20 +456,48 @@ def bench(
 
 @app.command("protocols")
 def list_protocols(json_out: bool = _JSON) -> None:
-    """List the protocols and their parameters."""
+    """List the protocols (built-in and installed plugins) and their parameters."""
+    from privsim.protocols.loading import plugin_class, plugins
+
+    classes: dict[str, tuple[str, type]] = {name: ("built-in", cls) for name, cls in sorted(REGISTRY.items())}
+    failed: list[str] = []
+    for plugin in plugins():
+        try:
+            classes.setdefault(plugin.name, (f"plugin {plugin.distribution}", plugin_class(plugin)))
+        except PrivsimError as exc:  # list the others, then report it (exit 2)
+            failed.append(str(exc))
     info = {name: {k: {"default": p.default if isinstance(p.default, (int, float, str, bool)) else None,
                        "allowed": p.allowed(), "doc": p.doc} for k, p in cls.params.items()}
-            for name, cls in sorted(REGISTRY.items())}
+            for name, (_, cls) in classes.items()}
     if json_out:
         print(json.dumps(info))
-        return
-    table = Table(title="privsim protocols")
-    for col in ("protocol", "parameter", "default", "allowed", "meaning"):
-        table.add_column(col)
-    for name, params in info.items():
-        for i, (k, p) in enumerate(params.items() or [("-", {"default": "", "allowed": "", "doc": ""})]):
-            table.add_row(name if i == 0 else "", k, str(p["default"]), p["allowed"], p["doc"])
-    stdout.print(table)
+    else:
+        table = Table(title="privsim protocols")
+        for col in ("protocol", "source", "parameter", "default", "allowed", "meaning"):
+            table.add_column(col)
+        for name, params in info.items():
+            for i, (k, p) in enumerate(params.items() or [("-", {"default": "", "allowed": "", "doc": ""})]):
+                table.add_row(name if i == 0 else "", classes[name][0] if i == 0 else "", k, str(p["default"]),
+                              p["allowed"], p["doc"])
+        stdout.print(table)
+    if failed:
+        for message in failed:
+            print(f"error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+@app.command("new-protocol")
+def new_protocol(
+    name: str = typer.Argument(..., help="The protocol's name, e.g. relay-sum (writes relay_sum.py and "
+                               "relay_sum.toml)."),
+    folder: Path = typer.Option(Path("."), "--dir", help="Folder to write the two files into."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
+) -> None:
+    """Write a commented, runnable protocol file and a scenario that runs it."""
+    from privsim.protocols.template import write_template
+
+    py, toml = write_template(name, folder, force=force)
+    print(f"wrote {py} and {toml}; try: privsim run {toml}")
 
 
 def main(argv: list[str] | None = None) -> None:

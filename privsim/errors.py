@@ -15,6 +15,7 @@ __all__ = [
     "DeadlockError",
     "ViewNotRecorded",
     "ExecutorError",
+    "ProtocolError",
 ]
 
 
@@ -97,4 +98,12 @@ class ExecutorError(PrivsimError):
 
     Example message: ``batch 0: a worker process died twice; the run is incomplete and no
     result is reported``.
+    """
+
+
+class ProtocolError(PrivsimError):
+    """A protocol's own method returned something of the wrong kind or shape.
+
+    The message names the method, what was expected and what it got. Example message:
+    ``relay-sum.estimate returned shape (4, 2) (expected (trials=4,), as true_value, got (4, 2))``.
     """

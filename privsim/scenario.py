@@ -9,6 +9,9 @@ A scenario names a protocol, its parameters, n, t, trials, seed and the inputs::
     inputs = "half"          # zeros | ones | half | alternating | count:K | bernoulli:P | [0, 1, ...]
     [params]
     epsilon = 1.0
+
+``protocol`` may also name a user's protocol: ``"my_protocols.py:RelaySum"`` (a path
+relative to the scenario file's folder), ``"package.module:Class"`` or a plugin's name.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 from privsim.errors import InputError, ParameterError
 from privsim.protocols import get_protocol
 from privsim.protocols.base import Protocol
+from privsim.protocols.loading import absolute_reference
 
 __all__ = ["RunSpec", "load_scenario", "make_inputs", "parse_params"]
 
@@ -60,7 +64,8 @@ class RunSpec:
     def build(self) -> Protocol:
         """The protocol instance, with a clear error if the protocol or a parameter is wrong."""
         if not self.protocol:
-            raise ParameterError("protocol is required (--protocol NAME or protocol = \"...\" in the scenario)")
+            raise ParameterError("protocol is required (--protocol NAME or FILE.py:Class, or protocol = \"...\" "
+                                 "in the scenario)")
         return get_protocol(self.protocol, **self.params)
 
 
@@ -89,6 +94,8 @@ def load_scenario(path: str | Path) -> RunSpec:
             names = " or ".join(w.__name__ for w in (want if isinstance(want, tuple) else (want,)))
             raise ParameterError(f"{p}: key {key!r} must be {names} (got {type(value).__name__})")
     core = {k: data[k] for k in ("protocol", "n", "t", "trials", "seed", "inputs") if k in data}
+    if "protocol" in core:  # a protocol file is found next to the scenario, wherever privsim runs
+        core["protocol"] = absolute_reference(core["protocol"], p.resolve().parent)
     extra = {k: v for k, v in data.items() if k not in core and k != "params"}
     return RunSpec(**core, params=dict(data.get("params", {})), extra=extra, source=str(p))
 

@@ -11,7 +11,7 @@ import numpy as np
 import trio
 
 from privsim.accuracy import accuracy_summary
-from privsim.errors import InputError, ParameterError, PartyFailure, PrivsimError, ViewNotRecorded
+from privsim.errors import InputError, ParameterError, PartyFailure, PrivsimError, ProtocolError, ViewNotRecorded
 from privsim.network.backend import check_backend, network_class, run_engine
 from privsim.network.messages import Inbox, seal
 from privsim.network.network import SyncNetwork
@@ -210,6 +210,7 @@ async def _run_party(routine: Any, ctx: PartyContext, net: SyncNetwork) -> None:
                     "copy before changing, e.g. np.array(value)")
         raise PartyFailure(f"{who} failed in round {ctx.round}: {type(exc).__name__}: {exc}{hint}", ctx.id,
                            ctx.round) from exc
+    ctx._done_round = ctx.round
     net.depart(ctx.id)
 
 
@@ -351,17 +352,19 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
     outputs = {c.id: c._output for c in contexts if c._has_output}
     draws = {c.id: c._rng.draws for c in contexts if c._rng is not None and c._rng.draws is not None}
     return _result(protocol, x, t, entropy, schedule, block_offset, recorded, outputs, net.messages, net.bits,
-                   net.rounds_used, net.transcript if recorded is not None else None, draws)
+                   net.rounds_used, net.transcript if recorded is not None else None, draws, contexts=contexts)
 
 
 def _result(protocol: Protocol, x: np.ndarray, t: int, entropy: int, schedule: Schedule, block_offset: int,
             recorded: Any, outputs: dict, messages: int, bits: int, rounds: int, transcript: list | None,
-            draws: dict, wire_bytes: int | None = None) -> SimulationResult:
+            draws: dict, wire_bytes: int | None = None, contexts: list[PartyContext] | None = None,
+            ) -> SimulationResult:
     n = x.shape[1]
+    truth = np.asarray(protocol.true_value(x))
+    estimate = _checked_estimate(protocol, outputs, contexts or [], truth, n, t, x.shape[0])
     return SimulationResult(
         protocol=protocol, n=n, t=t, trials=x.shape[0], seed=entropy, schedule=schedule, inputs=x,
-        outputs=outputs, estimate=np.asarray(protocol.estimate(outputs, n, t)),
-        true_value=np.asarray(protocol.true_value(x)), messages=messages, bits=bits, rounds=rounds,
+        outputs=outputs, estimate=estimate, true_value=truth, messages=messages, bits=bits, rounds=rounds,
         block_offset=block_offset, wire_bytes=wire_bytes, _transcript=transcript, _draws=draws, _recorded=recorded,
     )
 
@@ -381,6 +384,28 @@ def _over_transport(transport: Any, protocol: Protocol, x: np.ndarray, t: int, e
         draws = {pid: d for pid, d in draws.items() if pid in recorded}
     return _result(protocol, x, t, entropy, schedule, block_offset, recorded, run.outputs, run.messages, run.bits,
                    run.rounds, transcript, draws, run.wire_bytes)
+
+
+def _checked_estimate(protocol: Protocol, outputs: dict[int | str, Any], contexts: list[PartyContext],
+                      truth: np.ndarray, n: int, t: int, trials: int) -> np.ndarray:
+    """``protocol.estimate``, with one-line errors for a party that never output (the
+    estimator's ``KeyError``) and for an estimate not shaped like ``true_value``."""
+    name = protocol.name or type(protocol).__name__
+    try:
+        estimate = np.asarray(protocol.estimate(outputs, n, t))
+    except KeyError as exc:
+        missing = next((c for c in contexts if exc.args and c.id == exc.args[0] and c.id not in outputs), None)
+        if missing is None:
+            raise
+        who = "the curator" if missing.id == CURATOR else f"party {missing.id}"
+        raise PartyFailure(f"{who}, round {missing._done_round}: finished without an output, which "
+                           f"{name}.estimate reads (expected ctx.output(...) before the routine returns, "
+                           "got none)", missing.id, missing._done_round) from None
+    want = truth.shape if truth.ndim else (trials,)
+    if estimate.shape != want:
+        raise ProtocolError(f"{name}.estimate returned shape {estimate.shape} (expected {want}, the shape of "
+                            f"true_value: one value per trial of {trials}; got {estimate.shape})")
+    return estimate
 
 
 #: Party-trials per batch when a run is split (bounds memory: about this many values per message slot).

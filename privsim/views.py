@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["View", "flatten_value"]
+from privsim.protocols.columns import Column
+
+__all__ = ["Column", "View", "flatten_value"]
 
 
 def flatten_value(value: Any, trials: int) -> np.ndarray:
@@ -123,6 +125,18 @@ class View:
         """Names of the columns of :meth:`to_array`: ``input i``, ``rand i#k``,
         ``msg rR S->D`` (with ``[j]`` for multi-element values) and ``output i``."""
         return list(self._blocks()[1])
+
+    def column_records(self) -> list[Column]:
+        """The columns of :meth:`to_array` as :class:`Column` records (kind, round, sender,
+        receiver, party, draw, element), in order; ``str(record)`` is the display name.
+
+        >>> import privsim
+        >>> from privsim.protocols import RandomizedResponse
+        >>> v = privsim.simulate(RandomizedResponse(), [0, 1], trials=2, seed=1).view("C")
+        >>> [(c.kind, c.round, c.sender) for c in v.column_records()]
+        [('msg', 1, 0), ('msg', 1, 1), ('output', None, None)]
+        """
+        return [Column.parse(name) for name in self.columns()]
 
     def rows(self, trial: int = 0) -> list[tuple[int, int | str, int | str, Any]]:
         """The messages of one trial as ``(round, from, to, value)`` rows, for display."""

@@ -444,7 +444,7 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
             # The other estimation batches go out now (not earlier: a task waiting for the
             # event must never hold a worker that selection batches still need).
             estimated = ex.map(partial(job.count, channel), rest)
-            score = protocol.audit_score(columns, members, j, n, t, x, xp)
+            score = protocol.make_audit_score(columns, members, j, n, t, x, xp)
             event, selection = choose_event(select["x"], select["xp"], columns, n_select, n_estimate, score,
                                             delta=delta, confidence=confidence)
             del select

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from privsim.errors import PartyFailure
 from privsim.network.messages import Inbox, Outbox, freeze
 from privsim.network.schedule import CURATOR
 
@@ -44,7 +45,7 @@ class PartyContext:
     """
 
     __slots__ = ("id", "n", "t", "trials", "input", "_net", "_outbox", "_rng", "_rng_factory", "_output",
-                 "_has_output")
+                 "_has_output", "_output_round", "_done_round")
 
     def __init__(self, pid: int | str, n: int, t: int, trials: int, input: np.ndarray | None,
                  net: SyncNetwork, rng_factory: Any, outbox: Outbox | None = None) -> None:
@@ -59,6 +60,8 @@ class PartyContext:
         self._rng_factory = rng_factory
         self._output: Any = None
         self._has_output = False
+        self._output_round: int | None = None
+        self._done_round: int | None = None  # the round in which the routine returned
 
     @property
     def round(self) -> int:
@@ -80,15 +83,17 @@ class PartyContext:
     def send(self, to: int | str, value: Any, bits: int | None = None) -> None:
         """Queue ``value`` for ``to``; it is delivered when the round ends.
 
-        ``value`` carries the leading trial axis (or is a scalar, the same in every
-        trial). The value is frozen when sent: the receiver, and the transcript, get it
-        exactly as it is now, whatever the sender does with its array later. ``bits``
+        ``value`` carries the leading trial axis (a constant is sent as ``ctx.full(v)``;
+        anything else fails the run naming party and round). The value is frozen when
+        sent: the receiver, and the transcript, get it exactly as it is now, whatever the
+        sender does with its array later. ``bits``
         overrides the per-run size used for the bit count (default: 1 bit
         per boolean element, the item size otherwise).
         """
         box = self._outbox  # Outbox.put, inlined: this runs once per message
         box.to.append(to)
-        if value is not box._last:  # a broadcast value is frozen once (see Outbox.put)
+        if value is not box._last:  # a broadcast value is frozen (and checked) once (see Outbox.put)
+            _check_trial_value(self, value, to)
             frozen = freeze(value)
             box._last = value if frozen is value else None
             value = frozen
@@ -108,6 +113,97 @@ class PartyContext:
         return await self._net.end_round(self.id)
 
     def output(self, value: Any) -> None:
-        """Record this party's output (with the trial axis); frozen like a message."""
+        """Record this party's output (with the trial axis), once; frozen like a message.
+
+        Raises
+        ------
+        PartyFailure
+            The value has no leading trial axis, or this party already output.
+        """
+        _check_trial_value(self, value)
+        if self._output_round is not None:
+            self._fail(f"output a second time (the first was in round {self._output_round})",
+                       "one ctx.output(...) per party", "a second one")
         self._output = freeze(value)
         self._has_output = True
+        self._output_round = self.round
+    # ------------------------------------------------------------------ less ceremony
+    async def idle(self, rounds: int = 1) -> None:
+        """Sit out ``rounds`` rounds: end them (the current one first) sending nothing more.
+
+        A party calls :meth:`end_round` once per round, also in rounds where it has
+        nothing to send, until its last round; ``await ctx.idle(k)`` is ``k`` such calls.
+        Whatever was already queued with :meth:`send` goes out with the current round.
+
+        Raises
+        ------
+        PartyFailure
+            A message arrived while idling (it would be lost: read it with ``end_round``).
+
+        Examples
+        --------
+        Party ``i`` of a relay receives in round ``i``::
+
+            await ctx.idle(ctx.id - 1)          # rounds 1 .. i-1
+            total = (await ctx.end_round())[ctx.id - 1]
+        """
+        for _ in range(int(rounds)):
+            r = self.round
+            inbox = await self.end_round()
+            if inbox:
+                senders = ", ".join(map(_who, inbox))
+                self._fail(f"received a message while idling (from {senders})", "no message",
+                           f"{len(inbox)} message(s); read them with `await ctx.end_round()`", round=r)
+
+    def zeros(self, *shape: int, dtype: Any = np.float64) -> np.ndarray:
+        """Zeros of shape ``(trials, *shape)``: a value with the trial axis.
+
+        >>> ctx = PartyContext(0, 2, 1, 3, None, None, None)
+        >>> ctx.zeros().shape, ctx.zeros(2, dtype=np.int64).shape
+        ((3,), (3, 2))
+        """
+        return np.zeros((self.trials, *shape), dtype=dtype)
+
+    def ones(self, *shape: int, dtype: Any = np.float64) -> np.ndarray:
+        """Ones of shape ``(trials, *shape)``.
+
+        >>> PartyContext(0, 2, 1, 2, None, None, None).ones(dtype=np.int64).tolist()
+        [1, 1]
+        """
+        return np.ones((self.trials, *shape), dtype=dtype)
+
+    def full(self, value: Any, *shape: int, dtype: Any = None) -> np.ndarray:
+        """``value`` in every trial: shape ``(trials, *shape)`` (the way to send a constant).
+
+        >>> PartyContext(0, 2, 1, 3, None, None, None).full(7).tolist()
+        [7, 7, 7]
+        """
+        return np.full((self.trials, *shape), value, dtype=dtype)
+
+    def _fail(self, what: str, expected: str, got: str, round: int | None = None) -> None:
+        r = self.round if round is None else round
+        raise PartyFailure(f"{_who(self.id)}, round {r}: {what} (expected {expected}, got {got})", self.id, r)
+
+
+def _who(pid: int | str) -> str:
+    return "the curator" if pid == CURATOR else f"party {pid}"
+
+
+def _check_trial_value(ctx: PartyContext, value: Any, to: Any = None) -> None:
+    """A message (to ``to``) or an output (``to=None``) carries the leading trial axis
+    (tuples/lists: each part); otherwise a one-line :class:`PartyFailure`."""
+    if type(value) is np.ndarray and value.ndim and value.shape[0] == ctx.trials:
+        return  # the fast path of every message
+    if isinstance(value, (tuple, list)) and value:
+        for part in value:
+            _check_trial_value(ctx, part, to)
+        return
+    arr = value if isinstance(value, np.ndarray) else None
+    if arr is not None and arr.ndim and arr.shape[0] == ctx.trials:
+        return  # an ndarray subclass
+    got = (f"shape {arr.shape}" if arr is not None and arr.ndim else
+           f"a scalar {type(value).__name__}" if np.ndim(value) == 0 else f"a {type(value).__name__}")
+    what = "output" if to is None else f"message to {_who(to)}"
+    ctx._fail(f"{what} has no trial axis of length {ctx.trials}",
+              f"an array of shape (trials={ctx.trials}, ...); ctx.full(v) repeats a constant", got)
+

@@ -2,7 +2,9 @@
 
 :data:`REGISTRY` maps CLI names to classes; :func:`get_protocol` builds one from
 parameters (strings from the CLI are converted and checked). Built-in protocols are
-imported on first use, so ``import privsim`` stays fast.
+imported on first use, so ``import privsim`` stays fast. :func:`resolve_protocol` also
+finds users' protocols: ``FILE.py:Class``, ``package.module:Class`` and installed plugins
+(see :mod:`privsim.protocols.loading`).
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from privsim.errors import ParameterError
-from privsim.protocols.base import REQUIRED, Param, Privacy, Protocol
+from privsim.protocols.base import REQUIRED, AuditScoreContext, Param, Privacy, Protocol
 from privsim.protocols.randomized_response import RandomizedResponse, RandomizedResponseDistributed
 
 __all__ = [
     "REGISTRY",
     "REQUIRED",
+    "AuditScoreContext",
     "Param",
     "Privacy",
     "Protocol",
@@ -25,6 +28,7 @@ __all__ = [
     "RandomizedResponseDistributed",
     "get_protocol",
     "register",
+    "resolve_protocol",
 ]
 
 # CLI name -> "module:Class" of the built-in protocols, imported lazily.
@@ -106,18 +110,44 @@ def register(cls: type[Protocol]) -> type[Protocol]:
     """
     if not cls.name:
         raise ParameterError(f"{cls.__name__} has no name")
+    if cls.name in _BUILTIN and REGISTRY.get(cls.name) is not cls:
+        raise ParameterError(f"register: the name {cls.name!r} of {cls.__name__} is a built-in protocol's "
+                             "(expected a name of its own)")
     REGISTRY.add(cls)
     return cls
 
 
+def resolve_protocol(name: str) -> type[Protocol]:
+    """The protocol class ``name`` stands for: a registered name, ``FILE.py:Class``,
+    ``package.module:Class`` or an installed plugin's name (in that order).
+
+    >>> resolve_protocol("secure-sum").__name__
+    'SecureSum'
+
+    Raises
+    ------
+    ParameterError
+        No protocol of that name; :class:`~privsim.protocols.loading.ProtocolLoadError`
+        when a file, module or plugin fails to load.
+    """
+    from privsim.protocols import loading
+
+    if name in REGISTRY:
+        return REGISTRY[name]
+    if loading.is_reference(name):
+        return loading.load_reference(name)
+    found = {p.name: p for p in loading.plugins()}
+    if name in found:
+        return loading.plugin_class(found[name])
+    names = sorted({*REGISTRY, *found})
+    raise ParameterError(f"unknown protocol {name!r} (allowed: {', '.join(names)}; or FILE.py:Class, "
+                         "package.module:Class)")
+
+
 def get_protocol(name: str, **params: Any) -> Protocol:
-    """Build the protocol registered as ``name`` with ``params``.
+    """Build the protocol ``name`` stands for (see :func:`resolve_protocol`) with ``params``.
 
     >>> get_protocol("randomized-response", epsilon="0.5").epsilon
     0.5
     """
-    try:
-        cls = REGISTRY[name]
-    except KeyError:
-        raise ParameterError(f"unknown protocol {name!r} (allowed: {', '.join(sorted(REGISTRY))})") from None
-    return cls(**params)
+    return resolve_protocol(name)(**params)

@@ -7,22 +7,84 @@ makes it (:meth:`Protocol.privacy`), as OpenDP pairs a measurement with its priv
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from privsim.errors import InputError, ParameterError
+from privsim.errors import InputError, ParameterError, ProtocolError
 from privsim.network.schedule import CURATOR, PUBLIC_COALITION, Schedule
 from privsim.privacy import Privacy, as_claim
+from privsim.protocols.columns import Column
 
 if TYPE_CHECKING:
     from privsim.parties.context import PartyContext
 
-__all__ = ["Param", "Privacy", "Protocol", "REQUIRED", "claim_for"]
+__all__ = ["AuditScoreContext", "Param", "Privacy", "Protocol", "REQUIRED", "claim_for"]
 
 REQUIRED: Any = object()
+
+
+@dataclass(frozen=True)
+class AuditScoreContext:
+    """What :meth:`Protocol.audit_score` is told about the view it may score.
+
+    Attributes
+    ----------
+    columns:
+        The view's column names (:meth:`privsim.View.columns`), for display.
+    coalition:
+        The coalition's members, in canonical order.
+    neighbor:
+        The party whose input differs between ``x`` and ``x_prime``.
+    n, t:
+        The setting.
+    x, x_prime:
+        The two neighbouring inputs, shape ``(n, ...)`` (``None`` when not known).
+
+    Examples
+    --------
+    >>> ctx = AuditScoreContext(("msg r1 0->C", "msg r1 1->C", "output C"), ("C",), 1, 2, 1)
+    >>> ctx.index("msg", sender=1, receiver="C"), ctx.find("output"), ctx.records[0].round
+    (1, [2], 1)
+    """
+
+    columns: tuple[str, ...]
+    coalition: tuple[int | str, ...]
+    neighbor: int
+    n: int
+    t: int
+    x: np.ndarray | None = None
+    x_prime: np.ndarray | None = None
+
+    @functools.cached_property
+    def records(self) -> tuple[Column, ...]:
+        """The columns as :class:`~privsim.protocols.columns.Column` records (kind, round, sender, receiver, ...)."""
+        return tuple(Column.parse(c) for c in self.columns)
+
+    def find(self, kind: str | None = None, **fields: Any) -> list[int]:
+        """Indices of the columns of ``kind`` whose record fields equal ``fields``."""
+        if kind is not None:
+            fields["kind"] = kind
+        return [i for i, rec in enumerate(self.records) if rec.matches(**fields)]
+
+    def index(self, kind: str | None = None, **fields: Any) -> int | None:
+        """The index of the first column :meth:`find` matches, or ``None``."""
+        found = self.find(kind, **fields)
+        return found[0] if found else None
+
+
+def _legacy_audit_score(method: Callable) -> bool:
+    # Old overrides take (columns, coalition, neighbor, n, t, x=None, x_prime=None); new
+    # ones take one context object.
+    params = [p for p in inspect.signature(method).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(params) > 1 and params[0].name != "ctx"
 
 
 class Param:
@@ -273,7 +335,12 @@ class Protocol:
         """:meth:`schedule`, computed once per (n, t) for this instance (batches reuse it)."""
         cache = self.__dict__.setdefault("_schedules", {})
         if (n, t) not in cache:
-            cache[(n, t)] = self.schedule(n, t)
+            schedule = self.schedule(n, t)
+            if not isinstance(schedule, Schedule):
+                raise ProtocolError(f"{self.name or type(self).__name__}.schedule(n={n}, t={t}) returned "
+                                     f"{type(schedule).__name__} (expected a privsim.Schedule, e.g. "
+                                     f"Schedule(n, rounds, curator=...), got {schedule!r:.60})")
+            cache[(n, t)] = schedule
         return cache[(n, t)]
 
     def schedule(self, n: int, t: int) -> Schedule:
@@ -325,18 +392,41 @@ class Protocol:
         """
         return self.privacy((), n, t)
 
-    def audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
-                    t: int, x: np.ndarray | None = None,
-                    x_prime: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray] | None:
+    def audit_score(self, ctx: AuditScoreContext, *legacy: Any) -> Callable[[np.ndarray], np.ndarray] | None:
         """Optionally, a score of the coalition's view array for the audit (higher: likelier under x).
 
-        ``columns`` names the view's columns (:meth:`privsim.View.columns`); ``x`` and
-        ``x_prime`` are the two neighbouring inputs (shape ``(n, ...)``). A protocol that
-        knows which statistic carries the neighbour's input (its likelihood ratio, or the
-        value a coalition would look at) returns it here; ``None`` lets the audit choose.
-        Any score keeps the audit sound: it only affects its power.
+        ``ctx`` (:class:`AuditScoreContext`) holds the view's columns (as names and as
+        records: ``ctx.index("msg", sender=j, receiver="C")``), the coalition, the
+        neighbour j, n, t and the two neighbouring inputs ``ctx.x`` and ``ctx.x_prime``. A
+        protocol that knows which statistic carries the neighbour's input (its likelihood
+        ratio, or the value a coalition would look at) returns it here; ``None`` lets the
+        audit choose. Any score keeps the audit sound: it only affects its power.
+
+        Overrides with the old signature ``(columns, coalition, neighbor, n, t, x=None,
+        x_prime=None)`` keep working (with a :class:`DeprecationWarning`); callers go
+        through :meth:`make_audit_score`, which accepts both.
         """
         return None
+
+    def make_audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
+                         t: int, x: np.ndarray | None = None,
+                         x_prime: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The audit's entry point to :meth:`audit_score`, for new- and old-style overrides.
+
+        >>> from privsim.protocols import RandomizedResponse
+        >>> score = RandomizedResponse().make_audit_score(["msg r1 0->C", "msg r1 1->C", "output C"],
+        ...                                               ["C"], 1, 2, 1)
+        >>> score(np.array([[0.0, 1.0, 1.0]])).tolist()
+        [1.0]
+        """
+        ctx = AuditScoreContext(tuple(columns), tuple(coalition), int(neighbor), int(n), int(t), x, x_prime)
+        if _legacy_audit_score(self.audit_score):
+            warnings.warn(f"{type(self).__name__}.audit_score(columns, coalition, neighbor, n, t, x, x_prime) is "
+                          "deprecated: take one AuditScoreContext, audit_score(self, ctx)", DeprecationWarning,
+                          stacklevel=2)
+            return self.audit_score(list(ctx.columns), ctx.coalition, ctx.neighbor, ctx.n, ctx.t,  # type: ignore[call-arg]
+                                    ctx.x, ctx.x_prime)
+        return self.audit_score(ctx)
 
 
 def claim_for(protocol: Protocol, members: Sequence[int | str], n: int, t: int) -> Privacy | None:

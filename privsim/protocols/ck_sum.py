@@ -258,8 +258,7 @@ class CKSum(DistributedNoiseSum):
             received.extend(inbox.values())
         total = reconstruct(np.stack(received, axis=-1), q) if me == plan.collector else None
         if self.broadcast:
-            for _ in range(last + 1, plan.flow_rounds + 1):
-                await ctx.end_round()
+            await ctx.idle(plan.flow_rounds - last)  # the flow's later rounds, then the broadcast
             if me == plan.collector:
                 for i in range(n):
                     if i != me:

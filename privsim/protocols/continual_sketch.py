@@ -72,7 +72,7 @@ from privsim.mechanisms.range_counting import RangeCounter, dyadic_boxes
 from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import TRIAL_BLOCK
-from privsim.protocols.base import Param, Privacy, Protocol
+from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
 from privsim.protocols.continual_sum import check_horizon, check_stream_inputs, stream_rho
 
 __all__ = ["ContinualRange", "ContinualJoin"]
@@ -442,9 +442,7 @@ class ContinualJoin(_SketchStream):
     def message_bits(self) -> int:
         return max(1, math.ceil(math.log2(self.keys + 1)))  # a key in [0, keys) or "none"
 
-    def audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
-                    t: int, x: np.ndarray | None = None,
-                    x_prime: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray] | None:
+    def audit_score(self, ctx: AuditScoreContext, *legacy: Any) -> Callable[[np.ndarray], np.ndarray] | None:
         """With ``refresh="touched"``, the lazy refresh's leak: which releases are unchanged.
 
         Lazily, release s equals release s - 1 exactly when no party updates at step s
@@ -456,13 +454,12 @@ class ContinualJoin(_SketchStream):
         this score would be 0 for both inputs; ``None`` then lets the audit choose its
         own event. Any score keeps the audit sound.
         """
-        if self.refresh != "touched" or x is None or x_prime is None:
+        if self.refresh != "touched" or ctx.x is None or ctx.x_prime is None:
             return None
-        names = [f"output {CURATOR}[{s}]" for s in range(self.T)]
-        if not set(names) <= set(columns):
+        idx = [ctx.index("output", party=CURATOR, element=s) for s in range(self.T)]
+        if None in idx:
             return None
-        idx = [list(columns).index(c) for c in names]
-        silent_x, silent_xp = (np.all(np.asarray(v) < 0, axis=0)[1:] for v in (x, x_prime))  # steps 2..T
+        silent_x, silent_xp = (np.all(np.asarray(v) < 0, axis=0)[1:] for v in (ctx.x, ctx.x_prime))  # steps 2..T
         weight = silent_x.astype(float) - silent_xp.astype(float)
         if not weight.any():
             return None

@@ -479,7 +479,7 @@ class ContinualSum(Protocol):
         # One source whose coordinates are the trials, each drawn from its own block
         # stream: the releases do not depend on how the trials are split into batches.
         noise = self.make_noise(ctx.trials, ctx.rng)
-        total = np.zeros(ctx.trials)
+        total = ctx.zeros()
         released = np.empty((ctx.trials, self.T))
         for s in range(1, self.T + 1):
             if self.broadcast and s > 1:

@@ -121,8 +121,8 @@ class InteractiveRR(Protocol):
 
     async def curator(self, ctx: PartyContext) -> None:
         n, rr = ctx.n, self.rr
-        lo = np.zeros(ctx.trials, dtype=np.int64)
-        hi = np.full(ctx.trials, self.domain, dtype=np.int64)
+        lo = ctx.zeros(dtype=np.int64)
+        hi = ctx.full(self.domain, dtype=np.int64)
         qbits = self.query_rounds
         for _ in range(self.query_rounds):
             theta = (lo + hi) // 2

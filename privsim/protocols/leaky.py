@@ -9,11 +9,13 @@ learns x_j exactly, so the true loss is unbounded (delta >= leak).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import PartyContext
-from privsim.protocols.base import Param
+from privsim.protocols.base import AuditScoreContext, Param
 from privsim.protocols.randomized_response import RandomizedResponse
 
 __all__ = ["LeakyRR"]
@@ -48,5 +50,5 @@ class LeakyRR(RandomizedResponse):
         await ctx.end_round()
         ctx.output(flipped.total())
 
-    def audit_score(self, columns, coalition, neighbor, n, t, x=None, x_prime=None):  # type: ignore[override]
+    def audit_score(self, ctx: AuditScoreContext, *legacy: Any) -> None:
         return None  # let the audit find the leak on its own

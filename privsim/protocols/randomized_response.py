@@ -16,7 +16,7 @@ import numpy as np
 
 from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import PartyContext
-from privsim.protocols.base import Param, Privacy, Protocol
+from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
 
 __all__ = ["RandomizedResponse", "RandomizedResponseDistributed"]
 
@@ -42,14 +42,11 @@ class _RRMath(Protocol):
         """Var f = n (1/4 - a^2)/(4 a^2)."""
         return n * (0.25 - self.a ** 2) / (4 * self.a ** 2)
 
-    def audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
-                    t: int, x: np.ndarray | None = None,
-                    x_prime: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray] | None:
+    def audit_score(self, ctx: AuditScoreContext, *legacy: Any) -> Callable[[np.ndarray], np.ndarray] | None:
         # The neighbour's own flipped bit is the whole of what the view says about x_j.
-        name = f"msg r1 {neighbor}->{self._collector}"
-        if name not in columns:
+        idx = ctx.index("msg", round=1, sender=ctx.neighbor, receiver=self._collector, element=None)
+        if idx is None:
             return None
-        idx = list(columns).index(name)
         return lambda views: views[:, idx]
 
     def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:

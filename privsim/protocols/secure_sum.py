@@ -123,7 +123,6 @@ True
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Any
@@ -144,7 +143,7 @@ from privsim.mechanisms.sharing import (
 )
 from privsim.network.schedule import Schedule
 from privsim.parties.context import PartyContext
-from privsim.protocols.base import Param, Privacy, Protocol
+from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
 
 __all__ = ["NOISES", "WRAP_FAILURE_LOG2", "DistributedNoiseSum", "IntegerInputs", "SecureSum", "modulus_bits"]
 
@@ -153,10 +152,6 @@ NOISES = FAMILIES
 
 #: The sum wraps around mod q with probability at most 2^-WRAP_FAILURE_LOG2 per run.
 WRAP_FAILURE_LOG2 = 40
-
-
-#: A view column holding one message: ``msg r{round} {sender}->{receiver}`` (see privsim.View.columns).
-_MESSAGE_COLUMN = re.compile(r"msg r(?P<round>\d+) (?P<sender>\w+)->(?P<receiver>\w+)")
 
 
 def modulus_bits(q: int) -> int:
@@ -387,9 +382,7 @@ class DistributedNoiseSum(IntegerInputs):
         """The outside observer reads the release and knows no share: all n shares are noise to it."""
         return self.family.privacy(n, n - t)
 
-    def audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
-                    t: int, x: np.ndarray | None = None,
-                    x_prime: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray] | None:
+    def audit_score(self, ctx: AuditScoreContext, *legacy: Any) -> Callable[[np.ndarray], np.ndarray] | None:
         """When the coalition holds every neighbour of party j, it sees all j sends and
         receives, so it recovers x_j + N_j = (sum sent - sum received) mod q (j's input plus
         its own noise share). The score is then log|v - x'_j| - log|v - x_j|: the
@@ -398,23 +391,19 @@ class DistributedNoiseSum(IntegerInputs):
         score handles what is linear in the view (the released value minus the coalition's
         own inputs and noise).
         """
-        if x is None or x_prime is None:
+        if ctx.x is None or ctx.x_prime is None:
             return None
+        n, t, neighbor = ctx.n, ctx.t, ctx.neighbor
         schedule = self.cached_schedule(n, t)
-        if not set(schedule.neighbours(neighbor)) <= set(coalition):
+        if not set(schedule.neighbours(neighbor)) <= set(ctx.coalition):
             return None
         last = schedule.rounds if self.broadcast else schedule.rounds + 1  # the broadcast carries no share
-        sent, received = [], []
-        for i, name in enumerate(columns):
-            m = _MESSAGE_COLUMN.fullmatch(name)
-            if m is None or int(m["round"]) >= last:
-                continue
-            if m["sender"] == str(neighbor):
-                sent.append(i)
-            elif m["receiver"] == str(neighbor):
-                received.append(i)
+        shares = [(i, c) for i, c in enumerate(ctx.records)
+                  if c.kind == "msg" and c.element is None and c.round < last]  # type: ignore[operator]
+        sent = [i for i, c in shares if c.sender == neighbor]
+        received = [i for i, c in shares if c.receiver == neighbor and c.sender != neighbor]
         q = self.modulus_for(n, t)
-        xj, xpj = float(np.asarray(x)[neighbor]), float(np.asarray(x_prime)[neighbor])
+        xj, xpj = float(np.asarray(ctx.x)[neighbor]), float(np.asarray(ctx.x_prime)[neighbor])
         floor = 0.5 / self.scale  # half a fixed-point unit: |v - x| is never exactly 0 in the log
         decode = self.decode
 
@@ -495,7 +484,7 @@ class SecureSum(DistributedNoiseSum):
             if me == 0:
                 total = reconstruct(np.stack([partial, *inbox.values()], axis=-1), q)
         elif self.broadcast:
-            await ctx.end_round()
+            await ctx.idle()  # non-holders sit out the holders' round
         if self.broadcast:
             if me == 0:
                 for i in range(1, n):
