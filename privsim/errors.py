@@ -15,6 +15,7 @@ __all__ = [
     "DeadlockError",
     "ViewNotRecorded",
     "ExecutorError",
+    "ResourceError",
 ]
 
 
@@ -97,4 +98,14 @@ class ExecutorError(PrivsimError):
 
     Example message: ``batch 0: a worker process died twice; the run is incomplete and no
     result is reported``.
+    """
+
+
+class ResourceError(PrivsimError):
+    """A run would need more memory than there is (estimated before it starts), or a bad limit.
+
+    >>> from privsim.resources import Estimate, check_memory
+    >>> check_memory(Estimate(8 << 40, 1e6, 10), 6 << 30)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    privsim.errors.ResourceError: n, trials: this run needs about 8.0 TiB of memory (estimated), above the 6.0 GiB ...
     """
