@@ -28,7 +28,14 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from privsim.errors import ParameterError
@@ -148,13 +155,13 @@ def progress_bar(total: int, label: str, *, unit: str = "batches", batches: int 
     show = sys.stderr.isatty() if enabled is None else enabled
     delay = 1.0 if enabled is None else 0.0
     state: dict[str, Any] = {"start": time.perf_counter(), "bar": None, "task": None, "done": 0}
-    text = label if len(label) <= 28 else label[:27] + "…"
+    text = label if len(label) <= 20 else label[:19] + "…"  # label, bar, %, N/M, unit, ETA: <= 80 columns
 
     def advance(amount: int = 1, batches_done: int | None = None) -> None:
         state["done"] += amount
         WORK["done"] = batches_done if batches_done is not None else WORK["done"] + 1
         if state["bar"] is None and show and time.perf_counter() - state["start"] >= delay:
-            bar = Progress(TextColumn(text), BarColumn(bar_width=20), MofNCompleteColumn(),
+            bar = Progress(TextColumn(text), BarColumn(bar_width=16), TaskProgressColumn(), MofNCompleteColumn(),
                            TextColumn(unit), TimeRemainingColumn(), console=_stderr_console(enabled is True),
                            transient=False, expand=False)
             bar.start()
@@ -319,27 +326,25 @@ def _required() -> Any:
 
 
 def protocols_table(registry: Any) -> Table:
-    """``privsim protocols``: one row per protocol (name, parameters, what it is), 80 columns.
+    """``privsim protocols``: one row per protocol (name; what it is and its parameters), 80 columns.
 
     ``registry`` maps names to protocol classes (e.g. :data:`privsim.protocols.REGISTRY`).
     """
-    table = Table(title="privsim protocols (privsim protocols NAME for one in detail)", width=WIDTH,
-                  show_lines=False)
+    table = Table(title="privsim protocols (privsim protocols NAME: one in detail)", width=WIDTH, show_lines=True)
     table.add_column("protocol", no_wrap=True)
-    table.add_column("parameters", ratio=1)
-    table.add_column("what it is", ratio=2)
+    table.add_column("what it is; its parameters", ratio=1)
     for name, cls in sorted(registry.items()):
-        table.add_row(name, ", ".join(cls.params) or "-", _summary(cls))
+        table.add_row(name, f"{_summary(cls)}\nparameters: {', '.join(cls.params) or 'none'}")
     return table
 
 
 def protocol_detail(name: str, cls: type) -> Table:
-    """``privsim protocols NAME``: every parameter with its default, allowed values and meaning."""
-    table = Table(title=f"{name}: {_summary(cls)}", width=WIDTH, title_justify="left")
-    for col in ("parameter", "default", "allowed", "meaning"):
-        table.add_column(col, ratio=1 if col != "meaning" else 2)
+    """``privsim protocols NAME``: every parameter with its allowed values, default and meaning."""
+    table = Table(title=f"{name}: {_summary(cls)}", width=WIDTH, title_justify="left", show_lines=True)
+    table.add_column("parameter", no_wrap=True)
+    table.add_column("allowed; default, then what it means", ratio=1)
     for key, p in cls.params.items():  # type: ignore[attr-defined]
-        table.add_row(key, _default_text(p), p.allowed(), p.doc)
+        table.add_row(key, f"{p.allowed()}; default {_default_text(p)}\n{p.doc}")
     if not cls.params:  # type: ignore[attr-defined]
-        table.add_row("-", "", "", "no parameters")
+        table.add_row("-", "no parameters")
     return table
