@@ -119,6 +119,14 @@ def check_resources(protocol: Any, n: int, t: int | None, trials: int, *, execut
     available or ``max_memory``; calls ``warn`` with one line when it expects over a minute.
     A bound from n and trials alone comes first, so a hopeless run is refused before its
     schedule is built. Returns the :class:`~privsim.resources.Estimate`.
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> check_resources(RandomizedResponse(), 100, None, 1000, executor=None, workers=None, max_memory="4G").batches
+    1
+    >>> check_resources(RandomizedResponse(), 10**9, None, 10, executor=None, workers=None, max_memory="4G")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    privsim.errors.ResourceError: n, trials: this run needs about 4.9 TiB of memory (estimated), above the 4.0 GiB ...
     """
     from privsim import resources
 
@@ -150,6 +158,12 @@ def progress_bar(total: int, label: str, *, unit: str = "batches", batches: int 
     terminal once the work has taken over a second, ``True`` always (from the start),
     ``False`` never. The bar fits in 80 columns, shows the time remaining and stays on
     screen at 100% when the work is done.
+
+    >>> with progress_bar(3000, "demo", unit="trials", batches=2, enabled=False) as advance:
+    ...     advance(2048, 1)
+    ...     advance(952, 2)
+    >>> WORK
+    {'done': 2, 'total': 2}
     """
     WORK.update(done=0, total=batches if batches is not None else total)
     show = sys.stderr.isatty() if enabled is None else enabled
@@ -182,7 +196,11 @@ def progress_bar(total: int, label: str, *, unit: str = "batches", batches: int 
 
 # ------------------------------------------------------------------ interruption
 class Interrupted(BaseException):
-    """Raised in the main thread by SIGINT or SIGTERM (a BaseException: no ``except Exception`` stops it)."""
+    """Raised in the main thread by SIGINT or SIGTERM (a BaseException: no ``except Exception`` stops it).
+
+    >>> Interrupted(2).signum, issubclass(Interrupted, Exception)
+    (2, False)
+    """
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -220,7 +238,10 @@ _REPORTING = __import__("threading").Lock()  # the interruption line is printed 
 
 
 def report_interruption() -> None:
-    """Print the interruption line (once: the watchdog may be about to print it itself)."""
+    """Print the interruption line on stderr (once: the watchdog may be about to print it itself).
+
+    Example: ``report_interruption()`` prints ``interrupted after 3 of 10 batches``.
+    """
     _REPORTING.acquire()  # if the watchdog holds it, it is exiting the process: wait for that
     for timer in _WATCHDOG:
         timer.cancel()
@@ -246,7 +267,19 @@ def _exit_now(signum: int) -> None:
 def interruptible() -> Iterator[list[int]]:
     """Within the block, SIGINT and SIGTERM raise :class:`Interrupted` (worker processes are
     ended first); yields the list that holds the signal caught, if any. Handlers are
-    restored on exit. Only in the main thread (elsewhere signals cannot be handled)."""
+    restored on exit. Only in the main thread (elsewhere signals cannot be handled).
+
+    Example (how :func:`privsim.cli.main` uses it)::
+
+        with interruptible() as caught:
+            try:
+                run_the_command()
+            except BaseException:
+                if not caught:
+                    raise
+                report_interruption()   # "interrupted after N of M batches"
+                sys.exit(128 + caught[0])
+    """
     _CAUGHT.clear()
     import threading
 
@@ -265,7 +298,11 @@ def interruptible() -> Iterator[list[int]]:
 
 
 def interrupted_line() -> str:
-    """``interrupted after N of M batches`` for the running command."""
+    """``interrupted after N of M batches`` for the running command.
+
+    >>> WORK.update(done=3, total=10); interrupted_line()
+    'interrupted after 3 of 10 batches'
+    """
     return f"interrupted after {WORK['done']} of {max(WORK['total'], WORK['done'])} batches"
 
 
@@ -290,7 +327,11 @@ def jsonable(value: Any) -> Any:
 
 
 def print_json(data: Any) -> None:
-    """Print one strictly valid JSON object on stdout."""
+    """Print one strictly valid JSON object on stdout.
+
+    >>> print_json({"rmse": float("nan"), "n": np.int64(4)})
+    {"rmse": null, "n": 4}
+    """
     print(json.dumps(jsonable(data), allow_nan=False))
 
 
@@ -329,6 +370,10 @@ def protocols_table(registry: Any) -> Table:
     """``privsim protocols``: one row per protocol (name; what it is and its parameters), 80 columns.
 
     ``registry`` maps names to protocol classes (e.g. :data:`privsim.protocols.REGISTRY`).
+
+    >>> from privsim.protocols import REGISTRY
+    >>> protocols_table({"randomized-response": REGISTRY["randomized-response"]}).row_count
+    1
     """
     table = Table(title="privsim protocols (privsim protocols NAME: one in detail)", width=WIDTH, show_lines=True)
     table.add_column("protocol", no_wrap=True)
@@ -339,7 +384,12 @@ def protocols_table(registry: Any) -> Table:
 
 
 def protocol_detail(name: str, cls: type) -> Table:
-    """``privsim protocols NAME``: every parameter with its allowed values, default and meaning."""
+    """``privsim protocols NAME``: every parameter with its allowed values, default and meaning.
+
+    >>> from privsim.protocols import REGISTRY
+    >>> protocol_detail("secure-sum", REGISTRY["secure-sum"]).row_count == len(REGISTRY["secure-sum"].params)
+    True
+    """
     table = Table(title=f"{name}: {_summary(cls)}", width=WIDTH, title_justify="left", show_lines=True)
     table.add_column("parameter", no_wrap=True)
     table.add_column("allowed; default, then what it means", ratio=1)

@@ -353,7 +353,11 @@ TEMP_DIRS: set[str] = set()
 
 
 def remove_temp_dirs() -> None:
-    """Remove the temporary directories of channels still open (an interrupted command)."""
+    """Remove the temporary directories of channels still open (an interrupted command).
+
+    >>> ch = ProcessExecutor(workers=1).channel(); remove_temp_dirs(); os.path.isdir(ch.path)
+    False
+    """
     for path in list(TEMP_DIRS):
         shutil.rmtree(path, ignore_errors=True)
         TEMP_DIRS.discard(path)
@@ -366,7 +370,11 @@ _LIVE_POOLS: weakref.WeakSet[ProcessExecutor] = weakref.WeakSet()
 def end_workers() -> None:
     """Kill the worker processes of every live :class:`ProcessExecutor` now (on SIGINT/SIGTERM:
     ``close()`` would wait for the batches they are running). Their pools are then broken
-    and ``close()`` returns at once."""
+    and ``close()`` returns at once.
+
+    Example: the ``privsim`` command's SIGINT/SIGTERM handler calls ``end_workers()``
+    before it unwinds (see :func:`privsim.cli_support.interruptible`).
+    """
     for ex in list(_LIVE_POOLS):
         processes = getattr(ex._pool, "_processes", None) or {}  # pid -> Process (concurrent.futures internals)
         for proc in list(processes.values()):

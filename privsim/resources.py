@@ -255,7 +255,11 @@ def check_memory(estimate: Estimate, limit: int | None, *, given: bool = False) 
 
 
 def cpu_workers(executor: str | None, workers: int | None) -> int:
-    """How many batches run at once under ``executor`` (processes/dask: workers, one per core)."""
+    """How many batches run at once under ``executor`` (processes/dask: workers, one per core).
+
+    >>> cpu_workers("local", None), cpu_workers("processes", 3)
+    (1, 3)
+    """
     if (executor or "local") == "local":
         return 1
     return int(workers or os.cpu_count() or 1)
