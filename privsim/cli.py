@@ -571,8 +571,26 @@ def main(argv: list[str] | None = None) -> None:
                 raise
             code = 128 + (caught[0] if caught else exc.signum)  # type: ignore[attr-defined]
             report_interruption()
+            _exit_interrupted(code)
     if code is not None:  # a command that succeeds returns (callers of main() in Python go on)
         sys.exit(code)
+
+
+def _exit_interrupted(code: int) -> None:
+    # With Dask loaded, exit at once: interpreter shutdown would run its atexit handlers
+    # (closing a cluster whose workers are already dead takes seconds). Workers are ended
+    # and the channels' temporary directories removed first. Otherwise main() exits normally.
+    if "distributed" not in sys.modules:
+        return
+    import os
+
+    from privsim.executors import end_workers, remove_temp_dirs
+
+    end_workers()
+    remove_temp_dirs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _dispatch(argv: list[str] | None) -> int | None:

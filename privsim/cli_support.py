@@ -211,7 +211,7 @@ _CAUGHT: list[int] = []
 
 
 #: Seconds the command may take to unwind after a signal before it exits the hard way.
-UNWIND_SECONDS = 0.7
+UNWIND_SECONDS = 0.4
 
 
 def _on_signal(signum: int, frame: Any) -> None:

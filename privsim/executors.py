@@ -348,7 +348,8 @@ class LocalExecutor(Executor):
             yield fn(item)
 
 
-#: Temporary directories of open channels (removed by their close(), or by remove_temp_dirs()).
+#: Temporary directories of open channels and files being written (removed by their owners, or
+#: by remove_temp_dirs() when a command is interrupted).
 TEMP_DIRS: set[str] = set()
 
 
@@ -359,7 +360,10 @@ def remove_temp_dirs() -> None:
     False
     """
     for path in list(TEMP_DIRS):
-        shutil.rmtree(path, ignore_errors=True)
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.exists(path):  # a figure being written (privsim.analysis.plots)
+            os.unlink(path)
         TEMP_DIRS.discard(path)
 
 
@@ -368,20 +372,22 @@ _LIVE_POOLS: weakref.WeakSet[ProcessExecutor] = weakref.WeakSet()
 
 
 def end_workers() -> None:
-    """Kill the worker processes of every live :class:`ProcessExecutor` now (on SIGINT/SIGTERM:
-    ``close()`` would wait for the batches they are running). Their pools are then broken
-    and ``close()`` returns at once.
+    """Kill the worker processes of every live :class:`ProcessExecutor` (and of a LocalCluster)
+    now (on SIGINT/SIGTERM: ``close()`` would wait for the batches they are running). Their
+    pools are then broken and ``close()`` returns at once.
 
     Example: the ``privsim`` command's SIGINT/SIGTERM handler calls ``end_workers()``
     before it unwinds (see :func:`privsim.cli_support.interruptible`).
     """
-    for ex in list(_LIVE_POOLS):
-        processes = getattr(ex._pool, "_processes", None) or {}  # pid -> Process (concurrent.futures internals)
-        for proc in list(processes.values()):
-            try:
-                proc.kill()
-            except (OSError, ValueError, AttributeError):  # already gone
-                pass
+    procs = [p for ex in list(_LIVE_POOLS)  # pid -> Process (concurrent.futures internals)
+             for p in (getattr(ex._pool, "_processes", None) or {}).values()]
+    # A LocalCluster's worker processes (Dask's nannies start them with multiprocessing) too.
+    procs += multiprocessing.active_children()
+    for proc in procs:
+        try:
+            proc.kill()
+        except (OSError, ValueError, AttributeError):  # already gone
+            pass
 
 
 class ProcessExecutor(Executor):

@@ -25,12 +25,16 @@ def _save(fig: Any, path: str) -> None:
     import tempfile
 
     folder, name = os.path.split(os.path.abspath(path))
+    from privsim.executors import TEMP_DIRS
+
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=os.path.splitext(path)[1])
     os.close(fd)
+    TEMP_DIRS.add(tmp)
     try:
         fig.savefig(tmp, dpi=120)
         os.replace(tmp, path)
     finally:
+        TEMP_DIRS.discard(tmp)
         if os.path.exists(tmp):
             os.unlink(tmp)
 
