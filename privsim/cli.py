@@ -83,7 +83,7 @@ _PARAM = typer.Option(None, "--param", help="Protocol parameter KEY=VALUE (repea
                       "NAME` lists a protocol's parameters and their allowed values.", show_default="none")
 _INPUTS = typer.Option(None, "--inputs", help="Inputs: zeros, ones, half, alternating, count:K, bernoulli:P "
                        "or a list such as [0,1,1].", show_default="the protocol's")
-_JSON = typer.Option(False, "--json", help="Print one JSON object on stdout.", show_default=True)
+_JSON = typer.Option(False, "--json", help="Print one JSON object on stdout.", show_default="off")
 _EXECUTOR = typer.Option(None, "--executor", help="Where batches run: local, processes or dask.",
                          show_default="local")
 _SCHEDULER = typer.Option(None, "--scheduler", help="Dask scheduler address tcp://HOST:PORT.",
@@ -345,7 +345,7 @@ def _short(v: Any) -> str:
 
 
 #: ``privsim audit --trials`` when neither the flag nor the scenario gives it.
-AUDIT_TRIALS = RunSpec.trials
+AUDIT_TRIALS = 100_000  # = privsim.analysis.audit.DEFAULT_AUDIT_TRIALS (not imported: the CLI starts fast)
 _AUDIT_TRIALS = typer.Option(None, "--trials", help="Runs per input (selection and estimation together).",
                              show_default=f"the scenario's, else {AUDIT_TRIALS}")
 
@@ -360,12 +360,13 @@ def audit_cmd(
     seed: int | None = _SEED,
     param: list[str] | None = _PARAM,
     inputs: str | None = _INPUTS,
-    coalition: str | None = typer.Option(None, "--coalition", help="Coalition ids, e.g. 0,1 or C or C,0.",
+    coalition: str | None = typer.Option(None, "--coalition", help="Coalition ids, e.g. 0,1 or C or C,0, "
+                                         "or public (what the protocol publishes).",
                                          show_default="the scenario's; required"),
     neighbor: int | None = typer.Option(None, "--neighbor", help="The party outside the coalition whose "
                                            "input differs between x and x'.", show_default="the scenario's; required"),
     delta: float | None = typer.Option(None, "--delta", help="delta of the (eps, delta) statement.",
-                                       show_default="the scenario's, else 0"),
+                                       show_default="the scenario's, else the delta of the claim it is judged against"),
     confidence: float | None = typer.Option(None, "--confidence", help="Confidence of the bound.",
                                             show_default="the scenario's, else 0.95"),
     json_out: bool = _JSON,
@@ -377,8 +378,12 @@ def audit_cmd(
     progress: bool | None = _PROGRESS,
 ) -> None:
     """Audit a coalition's view: a sound lower bound on epsilon, against the protocol's claim."""
+    from privsim.analysis.audit import DEFAULT_AUDIT_TRIALS
+
     plot = check_plot_path(plot)
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
+    if trials is None and spec.trials == RunSpec().trials:  # named by neither the flag nor the scenario
+        spec = spec.with_overrides(trials=DEFAULT_AUDIT_TRIALS)
     extra = spec.extra
     coalition = coalition if coalition is not None else extra.get("coalition")
     neighbor = neighbor if neighbor is not None else extra.get("neighbor")
@@ -393,7 +398,7 @@ def audit_cmd(
     check_executor_flags(executor, scheduler, workers)
     x = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
     result = _audit_with_progress(proto, x, spec, tt, str(coalition), int(neighbor), progress=progress,
-                                  delta=float(delta if delta is not None else extra.get("delta", 0.0)),
+                                  delta=delta if delta is not None else extra.get("delta"),
                                   confidence=float(confidence if confidence is not None
                                                    else extra.get("confidence", 0.95)),
                                   executor=executor, scheduler=scheduler, workers=workers, max_memory=max_memory)
@@ -455,7 +460,7 @@ def bounds(
     param: list[str] | None = _PARAM,
     audit_lonely: bool = typer.Option(False, "--audit", help="Audit the first lonely party against the "
                                       "coalition of its neighbours (the reduction to the local model).",
-                                      show_default=True),
+                                      show_default="off"),
     trials: int | None = typer.Option(None, "--trials", help="Trials per input for --audit.",
                                       show_default="200000"),
     seed: int | None = _SEED,
