@@ -504,7 +504,8 @@ def _audit_lonely(proto: Any, spec: RunSpec, t: int, target: tuple[Any, Any], ma
 
 @app.command()
 def bench(
-    only: list[str] | None = typer.Option(None, "--only", help="Run only these suites (e.g. engine)."),
+    only: list[str] | None = typer.Option(None, "--only", help="Run only these suites (e.g. engine).",
+                                          show_default="every suite"),
     json_out: bool = _JSON,
 ) -> None:
     """Run the benchmark suite (bench/*.py) and print its named figures (ratios measured in-process)."""

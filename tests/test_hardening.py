@@ -284,9 +284,10 @@ def test_version_and_defaults_shown(capsys):
 
     group = typer.main.get_command(app)
     for name, cmd in group.commands.items():
-        for param in cmd.params:
-            if param.param_type_name == "option" and param.name not in ("help",):
-                assert param.show_default not in (None, False) or param.required, f"{name} --{param.name}"
+        ctx = typer.main.get_command(app).make_context("privsim", [], resilient_parsing=True)
+        ctx = type(ctx)(cmd, info_name=f"privsim {name}", terminal_width=1000, max_content_width=1000)
+        options = [ln for ln in cmd.get_help(ctx).splitlines() if ln.startswith("  --") and "--help" not in ln]
+        assert options and all("[default: " in ln or "[required]" in ln for ln in options), (name, options)
     code, out, _ = cli(capsys, "run", "--help")
     assert "privsim protocols NAME" in out
 
