@@ -608,6 +608,11 @@ def _dispatch(argv: list[str] | None) -> int | None:
             message = f"{_SCENARIO_FILE[0]}: {message}"
         print(f"error: {message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `privsim ... | head`: the reader left; say nothing more
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except MemoryError:
         print("error: n, trials: out of memory during the run (lower n or trials, or set --max-memory lower "
               "to be refused up front)", file=sys.stderr)
