@@ -278,3 +278,14 @@ def test_privacy_returning_a_float_is_refused_with_a_hint():
 
     with pytest.raises(ParameterError, match=r"privacy\(\) must return a Privacy claim or None .*Privacy\(1.0\)"):
         privsim.audit(Bare(), [0, 1], coalition="C", neighbor=1, trials=4096, seed=1)
+
+
+def test_a_frozen_protocol_pickles_with_its_state_and_stays_frozen():
+    import pickle
+
+    p = get_protocol("randomized-response", epsilon=0.5)
+    p.note = "kept"  # not a parameter: free to set
+    q = pickle.loads(pickle.dumps(p))
+    assert q.epsilon == 0.5 and q.note == "kept"
+    with pytest.raises(ParameterError, match="cannot be changed"):
+        q.epsilon = 1.0

@@ -256,10 +256,6 @@ class Protocol:
         """
         return type(self)(**{**self.parameters, **changes})
 
-    def __reduce__(self) -> tuple:
-        # Pickle by parameters: rebuilding validates again and never bypasses the freeze.
-        return (_rebuild, (type(self), self.parameters))
-
     def validate(self) -> None:
         """Cross-field checks; raise :class:`ParameterError`. Called after construction."""
 
@@ -373,16 +369,11 @@ class Protocol:
         return None
 
 
-def _rebuild(cls: type[Protocol], params: dict[str, Any]) -> Protocol:
-    """Unpickle a protocol by building it again from its parameters."""
-    return cls(**params)
-
-
 def claim_for(protocol: Protocol, members: Sequence[int | str], n: int, t: int) -> Privacy | None:
     """The protocol's claim for a coalition (``public`` included), checked to be a claim.
 
-    >>> from privsim.protocols import CentralLaplace
-    >>> claim_for(CentralLaplace(epsilon=0.5), ("public",), 4, 3)
+    >>> from privsim.protocols import get_protocol
+    >>> claim_for(get_protocol("central-laplace", epsilon=0.5), ("public",), 4, 3)
     Privacy(epsilon=0.5, delta=0.0)
     """
     if tuple(members) == PUBLIC_COALITION:
