@@ -29,15 +29,16 @@ from privsim.protocols import get_protocol
 from privsim.resources import estimate_run
 kind, name, n, t, trials, params = json.loads(sys.argv[1])
 proto = get_protocol(name, **params)
-est = estimate_run(proto, n, t, trials, audit=kind == "audit")
+coalition = ("C",) if proto.has_curator else tuple(range((t or 0) + 1))
+est = estimate_run(proto, n, t, trials, audit=kind == "audit", coalition=coalition)
 start = time.perf_counter()
 if kind == "run":
     from privsim.simulate import run_trials
     run_trials(proto, proto.default_inputs(n), trials=trials, seed=1, t=t)
 else:
     from privsim.analysis.audit import audit
-    coalition = "C" if proto.has_curator else ",".join(map(str, range(t + 1)))
-    audit(proto, proto.default_inputs(n), coalition=coalition, neighbor=n - 1, trials=trials, seed=1, t=t)
+    audit(proto, proto.default_inputs(n), coalition=",".join(map(str, coalition)), neighbor=n - 1, trials=trials,
+          seed=1, t=t)
 seconds = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"seconds": seconds, "peak": peak, "est_seconds": est.seconds, "est_peak": est.memory}))

@@ -16,23 +16,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_cli import cli  # (code, stdout, stderr) of one privsim command, in this process
 
 import privsim
-from privsim.cli import main
 from privsim.errors import PrivsimError
 from privsim.protocols import get_protocol
 from privsim.simulate import run_trials
 
 ROOT = Path(__file__).resolve().parent.parent
 P = ["run", "--protocol", "randomized-response", "--n", "10", "--trials", "10"]
-
-
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main([*map(str, args)])
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code or 0, out.out, out.err
 
 
 @pytest.fixture
