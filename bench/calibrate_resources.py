@@ -30,7 +30,11 @@ from privsim.resources import estimate_run
 kind, name, n, t, trials, params = json.loads(sys.argv[1])
 proto = get_protocol(name, **params)
 coalition = ("C",) if proto.has_curator else tuple(range((t or 0) + 1))
-est = estimate_run(proto, n, t, trials, audit=kind == "audit", coalition=coalition)
+if kind == "audit":
+    from privsim.cli_support import _audit_plan
+    est = estimate_run(proto, n, t, trials, audit=_audit_plan(n, trials), coalition=coalition)
+else:
+    est = estimate_run(proto, n, t, trials)
 start = time.perf_counter()
 if kind == "run":
     from privsim.simulate import run_trials

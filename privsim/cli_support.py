@@ -132,14 +132,26 @@ def check_resources(protocol: Any, n: int, t: int | None, trials: int, *, execut
 
     limit = resources.parse_size(max_memory) if max_memory is not None else resources.available_memory()
     w = resources.cpu_workers(executor, workers)
-    resources.check_memory(resources.floor_estimate(n, trials, workers=w, audit=audit), limit,
+    plan = _audit_plan(n, trials) if audit else None
+    resources.check_memory(resources.floor_estimate(n, trials, workers=w, audit=plan), limit,
                            given=max_memory is not None)
-    est = resources.estimate_run(protocol, n, t, trials, workers=w, audit=audit, coalition=coalition)
+    est = resources.estimate_run(protocol, n, t, trials, workers=w, audit=plan, coalition=coalition)
     resources.check_memory(est, limit, given=max_memory is not None)
     if est.seconds > 60 and warn is not None:
         warn(f"privsim: this will take about {resources.format_seconds(est.seconds)} (estimated; "
              f"{resources.format_bytes(est.memory)} peak, {est.batches} batches); Ctrl-C stops it")
     return est
+
+
+def _audit_plan(n: int, trials: int) -> Any:
+    # The audit's batches, and about how many trials per input choose the event (a fifth,
+    # at most MAX_SELECT_TRIALS, in whole batches): privsim.analysis.audit's split.
+    from privsim.analysis.audit import MAX_SELECT_TRIALS, plan_audit_batches
+    from privsim.resources import AuditPlan
+
+    plan = plan_audit_batches(trials, n)
+    size = plan[0][1]
+    return AuditPlan(batch_trials=size, batches=len(plan), select_trials=min(trials // 5, MAX_SELECT_TRIALS) + size)
 
 
 # ------------------------------------------------------------------ progress

@@ -25,7 +25,7 @@ from typing import Any
 
 from privsim.errors import ResourceError
 
-__all__ = ["Estimate", "available_memory", "check_memory", "cpu_workers", "estimate_run", "floor_estimate",
+__all__ = ["AuditPlan", "Estimate", "available_memory", "check_memory", "cpu_workers", "estimate_run", "floor_estimate",
            "format_bytes", "format_seconds", "parse_size"]
 
 #: An interpreter with numpy, trio, scipy and privsim imported (RSS).
@@ -163,35 +163,46 @@ def available_memory() -> int | None:
     return min(limits) if limits else None
 
 
-def _batch_trials(n: int, trials: int, audit: bool) -> tuple[int, int]:
-    # (trials per batch, batches) as privsim.simulate.batch_plan / plan_audit_batches split them.
+@dataclass(frozen=True)
+class AuditPlan:
+    """How an audit splits its trials, per input (from :func:`privsim.analysis.audit.plan_audit_batches`):
+    trials per batch, batches, and the trials that choose the event (held in memory).
+
+    >>> AuditPlan(batch_trials=32768, batches=31, select_trials=131072).batches
+    31
+    """
+
+    batch_trials: int
+    batches: int
+    select_trials: int
+
+
+def _batch_trials(n: int, trials: int, audit: AuditPlan | None) -> tuple[int, int]:
+    # (trials per batch, batches) as privsim.simulate.batch_plan (or the audit's plan) splits them.
     from privsim.parties.rng import TRIAL_BLOCK
     from privsim.simulate import BATCH_PARTY_TRIALS
 
-    if audit:
-        from privsim.analysis.audit import AUDIT_BATCH_TRIALS
-
-        size = max(TRIAL_BLOCK, min(AUDIT_BATCH_TRIALS, trials // 10 // TRIAL_BLOCK * TRIAL_BLOCK))
-    else:
-        size = max(TRIAL_BLOCK, BATCH_PARTY_TRIALS // max(n, 1)) // TRIAL_BLOCK * TRIAL_BLOCK
+    if audit is not None:
+        return audit.batch_trials, audit.batches
+    size = max(TRIAL_BLOCK, BATCH_PARTY_TRIALS // max(n, 1)) // TRIAL_BLOCK * TRIAL_BLOCK
     size = min(size, max(trials, 1))
     return size, -(-trials // size)
 
 
-def floor_estimate(n: int, trials: int, *, workers: int = 1, audit: bool = False) -> Estimate:
+def floor_estimate(n: int, trials: int, *, workers: int = 1, audit: AuditPlan | None = None) -> Estimate:
     """A lower bound from n and trials alone (one message per party, one round), cheap for any n.
 
     >>> floor_estimate(10**9, 10).memory > 2**40   # four TiB of party tasks alone
     True
     """
     size, batches = _batch_trials(n, trials, audit)
-    return _estimate(n, n + 1, size, batches, trials, rounds=1, schedule_messages=n, peak_round=n,
+    return _estimate(n + 1, size, batches, trials, rounds=1, schedule_messages=n, peak_round=n,
                      workers=workers, audit=audit, features=1)
 
 
-def estimate_run(protocol: Any, n: int, t: int | None, trials: int, *, workers: int = 1, audit: bool = False,
-                 coalition: Sequence[int | str] | None = None) -> Estimate:
-    """Peak memory and time of ``run_trials`` (or, ``audit=True``, of an audit of ``coalition``).
+def estimate_run(protocol: Any, n: int, t: int | None, trials: int, *, workers: int = 1,
+                 audit: AuditPlan | None = None, coalition: Sequence[int | str] | None = None) -> Estimate:
+    """Peak memory and time of ``run_trials`` (or, given the audit's plan, of an audit of ``coalition``).
 
     Builds the protocol's schedule (cached on the protocol); call :func:`floor_estimate`
     first when n may be huge.
@@ -206,36 +217,33 @@ def estimate_run(protocol: Any, n: int, t: int | None, trials: int, *, workers: 
     per_round = schedule.messages_per_round() or [0]
     size, batches = _batch_trials(n, trials, audit)
     features = 1
-    if audit:
+    if audit is not None:
         members = set(coalition or ())
         features = 1 + sum(1 for _, s, d in schedule.triples() if s in members or d in members)
-    return _estimate(n, n + int(protocol.has_curator), size, batches, trials, rounds=max(schedule.rounds, 1),
+    return _estimate(n + int(protocol.has_curator), size, batches, trials, rounds=max(schedule.rounds, 1),
                      schedule_messages=schedule.messages, peak_round=max(per_round), workers=workers, audit=audit,
                      features=features)
 
 
-def _estimate(n: int, ids: int, size: int, batches: int, trials: int, *, rounds: int, schedule_messages: int,
-              peak_round: int, workers: int, audit: bool, features: int) -> Estimate:
-    workers = max(1, min(workers, batches * (2 if audit else 1)))
+def _estimate(ids: int, size: int, batches: int, trials: int, *, rounds: int, schedule_messages: int,
+              peak_round: int, workers: int, audit: AuditPlan | None, features: int) -> Estimate:
+    sims = batches * (2 if audit is not None else 1)  # an audit simulates every batch under x and x'
+    workers = max(1, min(workers, sims))
     batch = ids * PARTY_BYTES + peak_round * (MESSAGE_BYTES + size * VALUE_BYTES)
     memory = BASE_BYTES + schedule_messages * SCHEDULE_BYTES
-    if audit:
-        from privsim.analysis.audit import MAX_SELECT_TRIALS
-
-        # The recorded view of a batch, and the selection sample (both inputs) with one copy.
+    if audit is not None:
+        # The recorded views of a batch, and the selection sample (both inputs) with one copy.
         batch += AUDIT_VIEW_COPIES * features * size * 8
-        memory += AUDIT_BASE_BYTES + AUDIT_VIEW_COPIES * 2 * min(trials // 5 + size, MAX_SELECT_TRIALS + size) \
-            * features * 8
+        memory += AUDIT_BASE_BYTES + AUDIT_VIEW_COPIES * 2 * (audit.select_trials + size) * features * 8
     else:
         memory += trials * TRIAL_BYTES
     # Worker processes each hold an interpreter and one batch; the local executor one batch.
     memory += batch if workers == 1 else workers * (BASE_BYTES + batch)
-    value_seconds = VALUE_SECONDS * (AUDIT_VALUE_FACTOR if audit else 1.0)
+    value_seconds = VALUE_SECONDS * (AUDIT_VALUE_FACTOR if audit is not None else 1.0)
     per_batch = (BATCH_SECONDS + ids * rounds * PARTY_ROUND_SECONDS + schedule_messages * MESSAGE_SECONDS
                  + schedule_messages * size * value_seconds)
-    start = START_SECONDS + (AUDIT_START_SECONDS if audit else 0.0)
-    seconds = start + per_batch * batches * (2 if audit else 1) / workers
-    return Estimate(memory=int(memory), seconds=float(seconds), batches=batches * (2 if audit else 1))
+    start = START_SECONDS + (AUDIT_START_SECONDS if audit is not None else 0.0)
+    return Estimate(memory=int(memory), seconds=float(start + per_batch * sims / workers), batches=sims)
 
 
 def check_memory(estimate: Estimate, limit: int | None, *, given: bool = False) -> None:
