@@ -1,4 +1,4 @@
-"""Sketch benchmarks: vectorized CountSketch vs plain Python, and the O(k) continual updates.
+"""Sketch benchmarks: vectorized CountSketch vs plain Python, the private join's cost, trial vectorization.
 
 Every figure is measured in this process; ratios compare against a baseline run here too,
 so they hold on any machine. Run: ``python bench/bench_sketch.py`` (prints JSON).
@@ -12,19 +12,21 @@ from collections.abc import Callable
 
 import numpy as np
 
+import privsim
 from privsim.mechanisms.hashing import MERSENNE_PRIME
 from privsim.mechanisms.join import JoinSizeEstimator
 from privsim.mechanisms.range_counting import RangeCounter
 from privsim.mechanisms.sketch import CountSketch
+from privsim.protocols.continual_sketch import ContinualJoin, ContinualRange
 
 
-def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
-    """Best wall time of ``repeat`` calls (seconds)."""
+def best_of(fn: Callable[[], object], repeat: int = 3, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Best time of ``repeat`` calls (seconds; wall time unless ``clock`` says otherwise)."""
     best = float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, clock() - t0)
     return best
 
 
@@ -90,24 +92,79 @@ def countsketch_vs_python(n: int = 20_000, rows: int = 5, width: int = 4096) -> 
     }
 
 
-def join_update_is_o_k(rows: int = 5, steps: int = 200) -> dict[str, float]:
-    """Seconds per one-key update step at width 2^16 vs 2^6: O(k), independent of the width."""
+def join_refresh_cost(rows: int = 5, steps: int = 100) -> dict[str, float]:
+    """CPU ns per one-key update step plus estimate, private default vs the paper's lazy refresh.
 
-    def per_step(width: int) -> float:
-        js = JoinSizeEstimator(1 << 10, rows, width, rho=1.0, seed=3)
+    ``refresh="all"`` reads every counter's tree release at each estimate: O(k b) per
+    estimate, so its cost grows with the width; ``refresh="touched"`` (Theorem 5.6's lazy
+    refresh, private only if which counters an update touches is public) is O(k).
+    """
+
+    def per_step(width: int, refresh: str) -> float:
+        js = JoinSizeEstimator(1 << 10, rows, width, rho=1.0, seed=3, refresh=refresh)
         js.update("R", [0])  # the first step releases all counters once: not timed
+        js.estimate()
         keys = np.arange(1, steps + 1)
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         for i in range(steps):
             js.update("R" if i % 2 else "S", keys[i : i + 1])
             js.estimate()
-        return (time.perf_counter() - t0) / steps
+        return (time.thread_time() - t0) / steps
 
-    narrow, wide = min(per_step(64) for _ in range(3)), min(per_step(1 << 16) for _ in range(3))
-    return {
-        "join_update_seconds_per_step": narrow,
-        "join_update_time_width_65536_vs_64": wide / narrow,
-    }
+    out: dict[str, float] = {}
+    for width in (64, 1 << 16):
+        lazy = min(per_step(width, "touched") for _ in range(2))
+        full = min(per_step(width, "all") for _ in range(2))
+        out[f"join_lazy_ns_per_update_width_{width}"] = lazy * 1e9
+        out[f"join_default_ns_per_update_width_{width}"] = full * 1e9
+        out[f"join_default_vs_lazy_width_{width}"] = full / lazy
+    return out
+
+
+def _per_trial_loop(proto: ContinualJoin | ContinualRange, x: np.ndarray, trials: int) -> None:
+    """The curator's loop before vectorization: one mechanism per trial, fed one trial's updates.
+
+    Kept as the baseline. For continual-join it runs the lazy refresh, as the old code did
+    (O(k) per update through FastGaMe).
+    """
+    n = x.shape[0]
+    for r in range(trials):
+        if isinstance(proto, ContinualJoin):
+            mech = JoinSizeEstimator(2 * proto.T, proto.rows, proto.width, proto.rho, seed=r, refresh="touched")
+            m = proto.group_size(n)
+            for s in range(proto.T):
+                for relation, part in (("R", x[:m, s]), ("S", x[m:, s])):
+                    mech.update(relation, part[part >= 0])
+                mech.estimate()
+        else:
+            mech = proto.mechanism(r)
+            lo, hi = proto.query
+            for s in range(proto.T):
+                mech.update(x[:, s][x[:, s, 0] >= 0])
+                mech.query(lo, hi)
+
+
+def continual_sketch_vectorized(trials: int = 4096, old_trials: int = 64) -> dict[str, float]:
+    """CPU ns per trial and step of continual-join and continual-range: vectorized protocol vs the old loop.
+
+    continual-join at the issue's setting (n = 4, T = 8, rows = 3, width = 64, keys = 16,
+    rho = 0.01), continual-range at n = 4, T = 8, B = 16, d = 2, rows = 3, width = 64. The
+    protocol runs ``trials`` trials through ``privsim.simulate`` (trio, network, curator);
+    the old path runs ``old_trials`` per-trial mechanisms, the curator's loop before
+    vectorization, without the simulator around it (so the ratio understates the speed-up).
+    """
+    out: dict[str, float] = {}
+    for name, proto in (("join", ContinualJoin(T=8, rows=3, width=64, keys=16, rho=0.01)),
+                        ("range", ContinualRange(T=8, B=16, d=2, rows=3, width=64, rho=0.01))):
+        x = proto.default_inputs(4)
+        new = best_of(lambda proto=proto, x=x: privsim.simulate(proto, x, trials=trials, seed=1, record=False),
+                      repeat=2, clock=time.thread_time) / (trials * proto.T)
+        old = best_of(lambda proto=proto, x=x: _per_trial_loop(proto, x, old_trials), repeat=1,
+                      clock=time.thread_time) / (old_trials * proto.T)
+        out[f"{name}_protocol_ns_per_trial_step"] = new * 1e9
+        out[f"{name}_old_loop_ns_per_trial_step"] = old * 1e9
+        out[f"{name}_vectorized_speedup"] = old / new
+    return out
 
 
 def range_counting(n: int = 2_000) -> dict[str, float]:
@@ -136,7 +193,7 @@ def range_counting(n: int = 2_000) -> dict[str, float]:
 
 def main() -> dict[str, float]:
     """Run the sketch benchmarks; returns named figures."""
-    return {**countsketch_vs_python(), **join_update_is_o_k(), **range_counting()}
+    return {**countsketch_vs_python(), **join_refresh_cost(), **continual_sketch_vectorized(), **range_counting()}
 
 
 if __name__ == "__main__":

@@ -1,8 +1,7 @@
 """continual-range and continual-join: exact noise variance, unbiased answers, counts, claims, errors.
 
-The mechanisms loop over trials (about 1-3 ms per trial and step), so the statistical tests
-use short horizons (T = 2 or 4) and a little over a thousand trials: enough for a 5-sigma
-band of 20% on a variance, which catches a factor of two.
+The statistical tests use short horizons (T = 2 or 4) and a little over a thousand trials:
+enough for a 5-sigma band of 20% on a variance, which catches a factor of two.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from _sum_checks import assert_mean_and_variance, gaussian_total_moments
 
 import privsim
 from privsim.errors import InputError, ParameterError
-from privsim.mechanisms.accounting import zcdp_to_approx_dp
 from privsim.mechanisms.range_counting import dyadic_boxes
 from privsim.protocols import get_protocol
 from privsim.protocols.continual_sketch import ContinualJoin, ContinualRange
@@ -148,19 +146,24 @@ def test_join_is_exact_without_noise():
 # ---------------------------------------------------------------- both
 
 
-def test_deterministic_and_batch_invariant():
-    proto = ContinualRange(T=2, B=2, d=1, rows=1, width=2)
-    x = proto.default_inputs(2)
-    whole = privsim.simulate(proto, x, trials=1030, seed=10, record=False)
-    parts = list(simulate_batches(proto, x, trials=1030, seed=10, batch_trials=1024))
-    assert [p.trials for p in parts] == [1024, 6]
+@pytest.mark.parametrize("proto", [ContinualRange(T=2, B=2, d=1, rows=1, width=2), ContinualJoin(T=2, width=8),
+                                   ContinualJoin(T=2, width=8, refresh="touched")])
+def test_deterministic_and_batch_invariant(proto):
+    # The curator runs one vectorized mechanism per seeding block of 1024 trials, seeded from
+    # that block's stream: any split into whole blocks gives the same series bit for bit.
+    # (Before vectorization each trial had its own mechanism, so a trial's result did not
+    # depend on how many trials ran; now it depends on its block's size, like any
+    # TrialRNG draw, but never on the batch split.)
+    x = proto.default_inputs(3)
+    whole = privsim.simulate(proto, x, trials=2050, seed=10, record=False)
+    parts = list(simulate_batches(proto, x, trials=2050, seed=10, batch_trials=1024))
+    assert [p.trials for p in parts] == [1024, 1024, 2]
     np.testing.assert_array_equal(np.concatenate([p.outputs["C"] for p in parts]), whole.outputs["C"])
-    # each trial's mechanism depends on its own seed draw only: a trial does not see how many run
-    join = ContinualJoin(T=2, width=8)
-    few = privsim.simulate(join, n=3, trials=4, seed=11, record=False).outputs["C"]
-    more = privsim.simulate(join, n=3, trials=12, seed=11, record=False).outputs["C"]
-    np.testing.assert_array_equal(few, more[:4])
-    assert not np.array_equal(few[0], few[1])  # trials have their own mechanisms
+    again = privsim.simulate(proto, x, trials=2050, seed=10, record=False)
+    np.testing.assert_array_equal(again.outputs["C"], whole.outputs["C"])
+    series = whole.outputs["C"]
+    assert np.unique(series[:, -1]).size > 2000  # trials have their own hashes and noise
+    assert not np.array_equal(series[:1024], series[1024:2048])  # blocks have their own streams
 
 
 @pytest.mark.parametrize("proto, bits", [
@@ -173,14 +176,22 @@ def test_message_counts(proto, bits):
     assert res.schedule.messages == 20 and res.outputs["C"].shape == (2, 4)
 
 
-@pytest.mark.parametrize("proto, horizon", [(ContinualRange(T=8), 8), (ContinualJoin(T=8), 16)])
+@pytest.mark.parametrize("proto, horizon", [(ContinualRange(T=8), 8), (ContinualJoin(T=8), 16),
+                                            (ContinualJoin(T=8, refresh="touched"), 16)])
 def test_privacy_claims(proto, horizon):
     assert proto.privacy(["C"], 4, 3) is None and proto.privacy([1, "C"], 4, 3) is None
     assert proto.privacy([0, 2], 4, 3) == privsim.Privacy(0.0)
     party = stream_rho(proto.rho, horizon, change=2.0)  # a party's update may move at every step
     assert proto.rho_party == pytest.approx(party)
-    assert proto.privacy([], 4, 3) == privsim.Privacy(zcdp_to_approx_dp(party, 1e-6), 1e-6)
-    assert proto.event_privacy() == privsim.Privacy(zcdp_to_approx_dp(proto.rho, 1e-6), 1e-6)
+    for claim in (proto.privacy([], 4, 3), proto.public_privacy(4, 3)):
+        assert claim.measure == "zcdp" and claim.rho == pytest.approx(party) and claim.delta == 1e-6
+        assert claim == privsim.Privacy.zcdp(party, delta=1e-6)
+    event = proto.event_privacy()
+    assert event.measure == "zcdp" and event.rho == proto.rho
+    assert proto.publishes(4, 3) == ("C",)
+    lazy = getattr(proto, "refresh", "all") == "touched"
+    for claim in (proto.privacy([], 4, 3), proto.public_privacy(4, 3), event):
+        assert ("counters each update touches is public" in claim.assumption) == lazy
 
 
 @pytest.mark.parametrize("cls, params, match", [

@@ -139,10 +139,11 @@ def test_calibration_matches_theorem_5_6() -> None:
         assert js.words == 2 * 5 * 8 * (h + 5)
 
 
-def test_update_touches_only_k_counters() -> None:
-    """After the first step (which releases all k b counters once), a step costs O(k): only the
-    touched counters are refreshed, so their released values change and no other does."""
-    js = JoinSizeEstimator(64, rows=3, width=1024, rho=1.0, seed=5)
+def test_lazy_update_touches_only_k_counters() -> None:
+    """refresh="touched" (the paper's lazy refresh): after the first step (which releases all
+    k b counters once), a step costs O(k): only the touched counters are refreshed, so their
+    released values change and no other does."""
+    js = JoinSizeEstimator(64, rows=3, width=1024, rho=1.0, seed=5, refresh="touched")
     js.update("R", [1])
     before = js._noisy.copy()
     js.update("S", [7])

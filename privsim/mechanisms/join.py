@@ -12,9 +12,24 @@ relation by at most 1, so one counter per row: l2-sensitivity sqrt(k), and
 
     sigma_node^2 = k (log2 T + 2) / (8 rho)                          (proof of Theorem 5.6)
 
-makes the whole sequence of estimates rho-zCDP. An update refreshes only the k touched
-counters (their noise at the current step) and patches the k row inner products: O(k)
-time. At any step the counters in use are independent Gaussians of variance
+makes the tree releases of all 2 k b counters, at every step, rho-zCDP.
+
+Which counters a release reads (``refresh``)
+--------------------------------------------
+- ``"all"`` (the default): an estimate at step t reads every counter's tree release at
+  step t. The steps read and the counters read do not depend on the data, so the
+  estimates are a post-processing of the tree releases: **rho-zCDP**. Cost: O(k b) per
+  estimate (the noise of 2 k b counters), O(k) per update.
+- ``"touched"`` (the paper's lazy refresh): an update re-releases only the k counters it
+  touches; the others keep the value of their last release. O(k) per update and
+  estimate, but *which* counters were re-released depends on the keys, so the estimates
+  are not a post-processing of the tree releases, and the proof of Theorem 5.6 does not
+  cover them: a step with no update leaves the estimate unchanged (probability 1), a
+  step with one update changes it (probability 1), an unbounded loss between these
+  neighbours. The rho-zCDP claim holds only if which counters each update touches is
+  public (:attr:`JoinSizeEstimator.assumption`).
+
+Either way the counters in use are independent Gaussians of variance
 ``(log2 T + 1) sigma_node^2 < sigma_co^2 = k (log2 T + 2)^2 / (8 rho)``, so Lemma 5.2
 applies with that sigma^2 (a single row has exactly
 
@@ -22,6 +37,12 @@ applies with that sigma^2 (a single row has exactly
               + sigma^2 (||x||^2 + ||y||^2) + b sigma^4,
 
 the CountSketch, sketch-noise and noise-noise terms of Lemma 5.2).
+
+Trials. With ``trials=R`` the estimator runs R independent instances at once (own hashes,
+own noise, all from ``seed``; every array gets a leading trial axis): the update and
+estimate paths are numpy over (R, k, b), and the noise is a
+:class:`~privsim.mechanisms._counter_noise.TrialTree` (one standard normal per counter
+and read; docs/architecture.md, "Trials and seeds", for how the protocols seed it).
 """
 
 from __future__ import annotations
@@ -33,15 +54,24 @@ from numpy.typing import ArrayLike, NDArray
 
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms import _checks
+from privsim.mechanisms._counter_noise import counter_noise
 from privsim.mechanisms._seeding import SeedLike
 from privsim.mechanisms.continual import continual_sigma2
 from privsim.mechanisms.hashing import _spawn_seeds
-from privsim.mechanisms.sketch import SketchHashes, _keys_and_deltas
-from privsim.mechanisms.tree import FastGaMe, tree_height
+from privsim.mechanisms.sketch import SketchHashes, _keys_and_deltas, _scatter_add, _trial_count
+from privsim.mechanisms.tree import tree_height
 
-__all__ = ["JoinSizeEstimator"]
+__all__ = ["JoinSizeEstimator", "REFRESH_MODES", "TOUCHED_ASSUMPTION"]
 
 _RELATIONS = {"R": 0, "S": 1}
+#: With a trial axis, keys in [0, this) are hashed once into a table per trial (the per-step
+#: polynomial evaluations on a few keys per trial cost more in numpy calls than in arithmetic).
+_TABLE_KEYS = 1 << 10
+#: The values of ``refresh``: every counter at every estimate, or the touched ones only.
+REFRESH_MODES = ("all", "touched")
+#: The assumption under which the lazy refresh (``refresh="touched"``) is rho-zCDP.
+TOUCHED_ASSUMPTION = ("which sketch counters each update touches is public (the lazy refresh re-releases "
+                      "only those, so the release reveals them; proof of Theorem 5.6 of Pagh & Sejer)")
 
 
 class JoinSizeEstimator:
@@ -60,6 +90,13 @@ class JoinSizeEstimator:
         zCDP parameter > 0 for the whole sequence of estimates.
     seed:
         None, an int >= 0, a numpy SeedSequence or a numpy Generator.
+    refresh:
+        ``"all"`` (default; rho-zCDP): every estimate reads every counter's tree release
+        at its step. ``"touched"``: the paper's lazy refresh, rho-zCDP only under
+        :data:`TOUCHED_ASSUMPTION` (see the module docstring).
+    trials:
+        None for one estimator, or R >= 1 independent estimators run at once (keys,
+        deltas and answers get a leading axis of length R).
 
     Raises
     ------
@@ -75,9 +112,14 @@ class JoinSizeEstimator:
     (2, 4)
     >>> math.isclose(js.sigma2_node, 3 * (4 + 2) / (8 * 1e6))  # k (log2 T + 2) / (8 rho)
     True
+    >>> many = JoinSizeEstimator(T=4, rows=3, width=64, rho=1e6, seed=1, trials=2)
+    >>> many.update("R", [[5], [6]]); many.update("S", [[5, 5], [5, 5]])
+    >>> np.round(many.estimate()).tolist()
+    [2.0, 0.0]
     """
 
-    def __init__(self, T: int, rows: int, width: int, rho: float, seed: SeedLike = None) -> None:
+    def __init__(self, T: int, rows: int, width: int, rho: float, seed: SeedLike = None, *,
+                 refresh: str = "all", trials: int | None = None) -> None:
         self._h = tree_height(T, minimum=2)  # (h + 2)/(8 rho) needs h >= 1
         self._T = 1 << self._h
         self._rows = _checks.integer("rows", rows, 1)
@@ -85,21 +127,35 @@ class JoinSizeEstimator:
             raise ParameterError(f"rows must be an odd integer >= 1 (got {self._rows})")
         self._width = _checks.integer("width", width, 1, 1 << 32)
         self._rho = _checks.positive("rho", rho, scalar=True)
+        if refresh not in REFRESH_MODES:
+            raise ParameterError(f"refresh must be one of {', '.join(REFRESH_MODES)} (got {refresh!r})")
+        self._refresh = refresh
+        self._trials = _trial_count(trials)
+        R = 1 if self._trials is None else self._trials
         # Theorem 5.6: sensitivity^2 = k, sigma_node^2 = k (log2 T + 2) / (8 rho).
         self._sigma2_node = continual_sigma2(self._T, self._rho, math.sqrt(self._rows))
         hash_seed, noise_seed = _spawn_seeds(seed, 2)
-        self._hashes = SketchHashes(self._rows, self._width, hash_seed)
-        cells = self._rows * self._width
-        # Coordinates 0..cells-1 are R's counters, cells..2 cells-1 are S's: independent noise.
-        self._tree = FastGaMe(self._T, self._sigma2_node, k=2 * cells, seed=noise_seed)
-        self._counts = np.zeros((2, cells), dtype=np.float64)
-        self._noisy = np.zeros((2, cells), dtype=np.float64)  # each counter as last released
-        self._row_inner = np.zeros(self._rows, dtype=np.float64)  # <CS~_i(x), CS~_i(y)>
+        hash_shape = self._rows if self._trials is None else (self._trials, self._rows)
+        self._hashes = SketchHashes(hash_shape, self._width, hash_seed)
+        self._cells = self._rows * self._width
+        # Counters 0..cells-1 of a trial are R's, cells..2 cells-1 are S's: independent noise.
+        # The lazy refresh of one instance reads a few counters per step (FastGaMe); otherwise
+        # every step that reads reads every counter of every trial (TrialTree).
+        sparse = refresh == "touched" and self._trials is None
+        self._noise = counter_noise(self._T, self._sigma2_node, 2 * self._cells, trials=self._trials,
+                                    sparse=sparse, seed=noise_seed)
+        self._counts = np.zeros((R, 2 * self._cells), dtype=np.float64)
+        self._noisy = np.zeros((R, 2 * self._cells), dtype=np.float64)  # each counter as last released
+        self._row_inner = np.zeros((R, self._rows), dtype=np.float64)  # <CS~_i(x), CS~_i(y)>
         self._row_offsets = (np.arange(self._rows, dtype=np.intp) * self._width)[:, None]
         self._t = 0
+        self._read_at = 0  # the step whose release _row_inner holds
+        self._table: tuple[NDArray[np.intp], NDArray[np.int8]] | None = None  # hashes of keys 0..size-1
 
     def __repr__(self) -> str:
-        return f"JoinSizeEstimator(T={self._T}, rows={self._rows}, width={self._width}, rho={self._rho!r})"
+        extra = "" if self._trials is None else f", trials={self._trials}"
+        return (f"JoinSizeEstimator(T={self._T}, rows={self._rows}, width={self._width}, rho={self._rho!r}, "
+                f"refresh={self._refresh!r}{extra})")
 
     @property
     def T(self) -> int:
@@ -123,12 +179,27 @@ class JoinSizeEstimator:
 
     @property
     def rho(self) -> float:
-        """zCDP parameter of the whole sequence of estimates."""
+        """zCDP parameter of the whole sequence of estimates (under :attr:`assumption`, if any)."""
         return self._rho
 
     @property
+    def refresh(self) -> str:
+        """``"all"`` or ``"touched"`` (see the module docstring)."""
+        return self._refresh
+
+    @property
+    def assumption(self) -> str:
+        """The assumption the rho-zCDP guarantee needs: "" for ``refresh="all"``."""
+        return TOUCHED_ASSUMPTION if self._refresh == "touched" else ""
+
+    @property
+    def trials(self) -> int | None:
+        """Number of estimators run at once, or None (one, no trial axis)."""
+        return self._trials
+
+    @property
     def hashes(self) -> SketchHashes:
-        """The hash functions both relations' sketches share."""
+        """The hash functions both relations' sketches share (batch shape (trials, rows) with trials)."""
         return self._hashes
 
     @property
@@ -153,26 +224,27 @@ class JoinSizeEstimator:
     def update(self, relation: str, keys: ArrayLike, deltas: ArrayLike = 1.0) -> None:
         """Change the frequencies of ``keys`` in one relation; one time step.
 
-        O(k) work per key: the k touched counters get their noise for the current step
-        and the k row inner products are patched (Theorem 5.6). The very first step also
-        releases every counter once (O(k b), the sketches' initial noise).
+        O(k) work per key. With ``refresh="touched"`` the k touched counters also get
+        their noise for the current step (Theorem 5.6), and the very first step releases
+        every counter once (O(k b), the sketches' initial noise).
 
         Parameters
         ----------
         relation:
             ``"R"`` (frequency vector x) or ``"S"`` (frequency vector y).
         keys:
-            Integer keys, any shape.
+            Integer keys, any shape; with ``trials``, shape ``(trials, n)`` (n keys per trial).
         deltas:
             A number or numbers shaped like ``keys``, each in ``[-1, 1]`` (rho is for
-            updates that change one frequency by at most 1).
+            updates that change one frequency by at most 1). A key with delta 0 is no
+            update (it touches nothing).
 
         Raises
         ------
         ParameterError
             If ``relation`` is not "R" or "S", or all T steps are used.
         InputError
-            If keys are not integers or a delta is outside [-1, 1].
+            If keys are not integers, have the wrong shape, or a delta is outside [-1, 1].
 
         Examples
         --------
@@ -184,40 +256,84 @@ class JoinSizeEstimator:
         if relation not in _RELATIONS:
             raise ParameterError(f"relation must be 'R' or 'S' (got {relation!r})")
         which = _RELATIONS[relation]
-        k, d = _keys_and_deltas(keys, deltas)
+        k, d = self._batch(keys, deltas)
         if not np.all(np.abs(d) <= 1.0):
             raise InputError("deltas must be numbers in [-1, 1]: rho is for updates of magnitude <= 1")
         if self._t >= self._T:
             raise ParameterError(f"T: all T={self._T} update steps are used; build with a larger T")
         self._t += 1
-        buckets, signs = self._hashes(k)  # (rows, n)
-        cells = (buckets + self._row_offsets).ravel()
-        np.add.at(self._counts[which], cells, (signs * d).ravel())
-        if self._t == 1:
-            self._release_all()
-        else:
-            self._refresh(which, np.unique(cells))
+        buckets, signs = self._hash(k)  # (R, rows, n)
+        cells = buckets + self._row_offsets + which * self._cells  # counter index within a trial
+        trial_offsets = (np.arange(cells.shape[0], dtype=np.intp) * self._counts.shape[1])[:, None, None]
+        _scatter_add(self._counts, cells + trial_offsets, signs * d[:, None, :])
+        if self._refresh == "touched":
+            if self._t == 1:
+                self._noisy = self._counts + self._noise.at(1)  # the sketches' initial release
+                self._read_at = 0
+            else:
+                touched = np.broadcast_to(d[:, None, :] != 0, cells.shape)
+                self._refresh_touched(which, cells, touched)
 
-    def _release_all(self) -> None:
-        """First step: release every counter at t = 1 and compute the row inner products."""
-        noise = self._tree.noise(1, np.arange(self._counts.size, dtype=np.int64))
-        self._noisy = self._counts + noise.reshape(self._counts.shape)
-        x, y = (self._noisy[r].reshape(self._rows, self._width) for r in (0, 1))
-        self._row_inner = np.einsum("ij,ij->i", x, y)
+    def _batch(self, keys: ArrayLike, deltas: ArrayLike) -> tuple[NDArray, NDArray[np.float64]]:
+        """Keys and deltas as (R, n) arrays (R = 1 without a trial axis)."""
+        if self._trials is None:
+            k, d = _keys_and_deltas(keys, deltas)
+            return k[None, :], d[None, :]
+        arr = np.asarray(keys)
+        if arr.ndim != 2 or arr.shape[0] != self._trials:
+            raise InputError(f"keys must have shape (trials={self._trials}, n) (got shape {arr.shape})")
+        k, d = _keys_and_deltas(arr, deltas)
+        return k.reshape(arr.shape), d.reshape(arr.shape)
 
-    def _refresh(self, which: int, cells: NDArray[np.intp]) -> None:
-        """Re-release the touched counters of one relation and patch the row inner products."""
-        coords = cells + which * self._counts.shape[1]
-        new = self._counts[which, cells] + self._tree.noise(self._t, coords)
-        change = new - self._noisy[which, cells]
-        self._noisy[which, cells] = new
-        partner = self._noisy[1 - which, cells]
-        self._row_inner += np.bincount(cells // self._width, weights=change * partner, minlength=self._rows)
+    def _hash(self, keys: NDArray) -> tuple[NDArray[np.intp], NDArray[np.int8]]:
+        """Buckets and signs of (R, n) keys, each (R, rows, n)."""
+        if self._trials is None:
+            buckets, signs = self._hashes(keys[0])
+            return buckets[None], signs[None]
+        if keys.size == 0 or keys.min() < 0 or keys.max() >= _TABLE_KEYS:
+            return self._hashes(keys[:, None, :])
+        top = int(keys.max()) + 1
+        if self._table is None or self._table[0].shape[-1] < top:
+            self._table = self._hashes(np.arange(1 << (top - 1).bit_length()))  # (R, rows, size)
+        where = keys[:, None, :]
+        return tuple(np.take_along_axis(part, where, axis=2) for part in self._table)  # type: ignore[return-value]
+
+    def _refresh_touched(self, which: int, cells: NDArray[np.intp], touched: NDArray[np.bool_]) -> None:
+        """The lazy refresh: re-release the touched counters of one relation, keep the others."""
+        if self._trials is None:  # O(k): FastGaMe queries the touched counters only
+            hit = np.unique(cells[touched])
+            new = self._counts[0, hit] + self._noise.at(self._t, hit[None, :])[0]
+            change = new - self._noisy[0, hit]
+            self._noisy[0, hit] = new
+            partner = self._noisy[0, hit + (1 - 2 * which) * self._cells]
+            rows = (hit - which * self._cells) // self._width
+            if self._read_at:  # patch the row inner products (section 5.2), else computed on read
+                self._row_inner[0] += np.bincount(rows, weights=change * partner, minlength=self._rows)
+                self._read_at = self._t
+            return
+        mask = np.zeros(self._counts.shape, dtype=bool)
+        trial = np.broadcast_to(np.arange(cells.shape[0])[:, None, None], cells.shape)
+        mask[trial[touched], cells[touched]] = True
+        self._noisy = np.where(mask, self._counts + self._noise.at(self._t), self._noisy)
+        self._read_at = 0
+
+    def _read(self) -> NDArray[np.float64]:
+        """The row inner products of the release at the current step, (R, rows)."""
+        if self._t == 0 or self._read_at == self._t:
+            return self._row_inner
+        if self._refresh == "all":  # every counter's tree release at this step
+            np.add(self._counts, self._noise.at(self._t), out=self._noisy)
+        shape = (self._noisy.shape[0], 2, self._rows, self._width)
+        table = self._noisy.reshape(shape)
+        self._row_inner = np.einsum("rij,rij->ri", table[:, 0], table[:, 1])
+        self._read_at = self._t
+        return self._row_inner
 
     def row_estimates(self) -> NDArray[np.float64]:
         """The k row estimates ``<CS~_i(x), CS~_i(y)>`` at the current step (zeros before step 1).
 
         Rows have independent hashes and noise: k independent single-row estimates.
+        Shape ``(rows,)``, or ``(trials, rows)`` with a trial axis.
 
         Examples
         --------
@@ -226,13 +342,15 @@ class JoinSizeEstimator:
         >>> np.round(js.row_estimates(), 2).tolist()
         [2.0, 2.0, 2.0]
         """
-        return self._row_inner.copy()
+        inner = self._read()
+        return inner[0].copy() if self._trials is None else inner.copy()
 
-    def estimate(self) -> float:
+    def estimate(self) -> float | NDArray[np.float64]:
         """The private join size ``median_i <CS~_i(x), CS~_i(y)>`` at the current step.
 
-        O(k). Before the first update the relations are empty and the answer is 0, which
-        reveals nothing.
+        O(k b) with ``refresh="all"`` (the release of every counter at this step), O(k)
+        with ``"touched"``. Before the first update the relations are empty and the answer
+        is 0, which reveals nothing. A float, or shape ``(trials,)`` with a trial axis.
 
         Examples
         --------
@@ -240,4 +358,5 @@ class JoinSizeEstimator:
         >>> js.estimate()
         0.0
         """
-        return float(np.median(self._row_inner))
+        median = np.median(self._read(), axis=1)
+        return float(median[0]) if self._trials is None else median

@@ -31,6 +31,16 @@ h >= 1: at T = 1 the formula would give s^2 / 2, half the noise a single release
 
 A query answer is the sum of the box estimates ``median_i s_i(box) (CS_i[h_i(box)] + noise)``;
 each is unbiased, so the answer is unbiased.
+
+Which counters a query reads depends on the query box and the hash functions only, never
+on the points, and every counter read at step t carries its tree release at step t, so the
+answers are a post-processing of the tree releases: no data-dependent refresh (contrast
+:mod:`privsim.mechanisms.join`'s lazy option).
+
+Trials: ``trials=R`` runs R independent structures at once (own hashes and noise from one
+``seed``; points, deltas and answers get a leading trial axis). The continual noise then
+comes from a :class:`~privsim.mechanisms._counter_noise.TrialTree` over all counters,
+O(counters) per query step instead of O(boxes rows).
 """
 
 from __future__ import annotations
@@ -43,11 +53,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms import _checks
+from privsim.mechanisms._counter_noise import CounterNoise, counter_noise
 from privsim.mechanisms._seeding import SeedLike
 from privsim.mechanisms.continual import continual_sigma2
 from privsim.mechanisms.hashing import _spawn_seeds
-from privsim.mechanisms.sketch import SketchHashes, _scatter_add
-from privsim.mechanisms.tree import FastGaMe, tree_height
+from privsim.mechanisms.sketch import SketchHashes, _scatter_add, _trial_count
+from privsim.mechanisms.tree import tree_height
 
 __all__ = ["RangeCounter", "dyadic_intervals", "dyadic_boxes"]
 
@@ -174,6 +185,12 @@ class RangeCounter:
         None for the static structure, else the number of update steps (power of two >= 2).
     seed:
         None, an int >= 0, a numpy SeedSequence or a numpy Generator.
+    trials:
+        None for one structure, or R >= 1 independent structures run at once.
+    box:
+        Optional ``(lo, hi)``: the only box that will be queried. Dynamic with ``trials``,
+        the tree noise is then drawn for the counters that box reads (at most
+        (2 log2 B)^d rows per trial) instead of all of them; other boxes are refused.
 
     Raises
     ------
@@ -192,6 +209,10 @@ class RangeCounter:
     >>> dyn.update([4]); dyn.update([9])
     >>> dyn.t, round(dyn.query(0, 16))
     (2, 2)
+    >>> many = RangeCounter(B=16, d=1, rows=3, width=32, rho=1e6, T=8, seed=2, trials=2)
+    >>> many.update([[[4], [5]], [[9], [9]]])
+    >>> [round(v) for v in many.query(0, 8)]
+    [2, 0]
     """
 
     def __init__(
@@ -204,6 +225,8 @@ class RangeCounter:
         *,
         T: int | None = None,
         seed: SeedLike = None,
+        trials: int | None = None,
+        box: tuple[ArrayLike, ArrayLike] | None = None,
     ) -> None:
         self._L = _levels_of(B)
         self._B = 1 << self._L
@@ -217,9 +240,12 @@ class RangeCounter:
         self._rho = _checks.positive("rho", rho, scalar=True)
         self._C = self._L**self._d
         sensitivity2 = self._rows * self._C  # squared l2-sensitivity of one point update
+        self._trials = _trial_count(trials)
+        R = 1 if self._trials is None else self._trials
         hash_seed, noise_seed = _spawn_seeds(seed, 2)
-        self._hashes = SketchHashes((self._C, self._rows), self._width, hash_seed)
-        shape = (self._C, self._rows, self._width)
+        batch = (self._C, self._rows) if self._trials is None else (self._trials, self._C, self._rows)
+        self._hashes = SketchHashes(batch, self._width, hash_seed)
+        shape = (R, self._C, self._rows, self._width)
         self._counts = np.zeros(shape, dtype=np.float64)
         self._offsets = (np.arange(self._C * self._rows, dtype=np.intp) * self._width).reshape(
             self._C, self._rows, 1
@@ -229,7 +255,8 @@ class RangeCounter:
         self._key_weights = self._B ** np.arange(self._d, dtype=np.int64)
         self._t = 0
         self._released = False
-        self._tree: FastGaMe | None
+        self._tree: CounterNoise | None
+        self._box: tuple[tuple, NDArray, NDArray, NDArray] | None = None
         if T is None:
             self._T: int | None = None
             self._h = 0
@@ -242,13 +269,21 @@ class RangeCounter:
             self._T = 1 << self._h
             # Section 2 / appendix B with Delta^2 = r L^d: s_node^2 = Delta^2 (h + 2) / (8 rho).
             self._sigma2 = continual_sigma2(self._T, self._rho, math.sqrt(sensitivity2))
-            self._tree = FastGaMe(self._T, self._sigma2, k=self._counts.size, seed=noise_seed)
+            cells = self._C * self._rows * self._width
+            # One structure reads the few counters of a query (FastGaMe); R at once read every
+            # counter (TrialTree), or with a declared box every counter the box reads.
+            self._box = None if box is None or self._trials is None else self._box_cells(*box)
+            if self._box is not None:
+                cells = self._box[2].shape[1]
+            self._tree = counter_noise(self._T, self._sigma2, cells, trials=self._trials,
+                                       sparse=self._trials is None, seed=noise_seed)
 
     def __repr__(self) -> str:
         kind = "static" if self._T is None else f"T={self._T}"
+        extra = "" if self._trials is None else f", trials={self._trials}"
         return (
             f"RangeCounter(B={self._B}, d={self._d}, rows={self._rows}, width={self._width}, "
-            f"rho={self._rho!r}, {kind})"
+            f"rho={self._rho!r}, {kind}{extra})"
         )
 
     # -- parameters ----------------------------------------------------------------------
@@ -288,6 +323,11 @@ class RangeCounter:
         return self._rho
 
     @property
+    def trials(self) -> int | None:
+        """Number of structures run at once, or None (one, no trial axis)."""
+        return self._trials
+
+    @property
     def T(self) -> int | None:
         """Number of update steps (dynamic), or None (static)."""
         return self._T
@@ -320,21 +360,29 @@ class RangeCounter:
         h + 1 prefix sums; this counts every counter as materialized (the worst case, and
         the space bound of Theorem 4.3).
         """
-        cells = self._counts.size
+        cells = self._counts[0].size
         return cells if self._T is None else cells * (self._h + 4)
 
     # -- updates and queries --------------------------------------------------------------
     def _points(self, points: ArrayLike, deltas: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Points as (R, n, d) and deltas as (R, n) (R = 1 without a trial axis)."""
         pts = np.asarray(points)
-        if pts.ndim == 1:
-            pts = pts[:, None] if self._d == 1 else pts[None, :]
-        if pts.ndim != 2 or pts.shape[1] != self._d:
-            raise InputError(f"points must have shape (n, {self._d}) (got shape {np.shape(points)})")
+        if self._trials is None:
+            if pts.ndim == 1:
+                pts = pts[:, None] if self._d == 1 else pts[None, :]
+            want = f"(n, {self._d})"
+            pts = pts[None] if pts.ndim == 2 else pts
+        else:
+            want = f"(trials={self._trials}, n, {self._d})"
+            if pts.ndim != 3 or pts.shape[0] != self._trials:
+                pts = pts[None]  # refused below
+        if pts.ndim != 3 or pts.shape[2] != self._d:
+            raise InputError(f"points must have shape {want} (got shape {np.shape(points)})")
         pts = _checks.integer_values("points", pts, 0, self._B - 1)
         try:
-            dl = np.broadcast_to(np.asarray(deltas, dtype=np.float64), (pts.shape[0],))
+            dl = np.broadcast_to(np.asarray(deltas, dtype=np.float64), pts.shape[:2])
         except (TypeError, ValueError):
-            raise InputError(f"deltas must be a number or an array of {pts.shape[0]} numbers") from None
+            raise InputError(f"deltas must be a number or an array of {pts.shape[1]} numbers per trial") from None
         if not np.all(np.abs(dl) <= 1.0):
             raise InputError("deltas must be numbers in [-1, 1]: rho is for point updates of magnitude <= 1")
         return pts, dl
@@ -346,9 +394,11 @@ class RangeCounter:
         ----------
         points:
             Integer array of shape ``(n, d)`` with entries in ``[0, B)`` (shape ``(n,)``
-            when d = 1; shape ``(d,)`` for one point when d > 1).
+            when d = 1; shape ``(d,)`` for one point when d > 1); with ``trials``, shape
+            ``(trials, n, d)``.
         deltas:
-            A number or n numbers in ``[-1, 1]``.
+            A number or n numbers in ``[-1, 1]`` (per trial with ``trials``; a delta of 0
+            is no update).
 
         Raises
         ------
@@ -373,36 +423,71 @@ class RangeCounter:
             )
         if self._T is not None and self._t >= self._T:
             raise ParameterError(f"T: all T={self._T} update steps are used; build with a larger T")
-        chunk = max(1, _CHUNK_CELLS // (self._C * self._rows))
-        for start in range(0, pts.shape[0], chunk):
-            p, w = pts[start : start + chunk], dl[start : start + chunk]
-            boxes = p[None, :, :] >> self._levels[:, None, :]  # (C, n, d): box index per dimension
-            keys = boxes @ self._key_weights  # (C, n)
-            buckets, signs = self._hashes(keys[:, None, :])  # (C, rows, n)
-            _scatter_add(self._counts, buckets + self._offsets, signs * w)
+        R = pts.shape[0]
+        trial_offsets = (np.arange(R, dtype=np.intp) * self._counts[0].size).reshape(R, 1, 1, 1)
+        chunk = max(1, _CHUNK_CELLS // (R * self._C * self._rows))
+        for start in range(0, pts.shape[1], chunk):
+            p, w = pts[:, start : start + chunk], dl[:, start : start + chunk]
+            boxes = p[:, None, :, :] >> self._levels[None, :, None, :]  # (R, C, n, d): box per dimension
+            keys = boxes @ self._key_weights  # (R, C, n)
+            buckets, signs = self._hash(keys[:, :, None, :])  # (R, C, rows, n)
+            _scatter_add(self._counts, buckets + self._offsets + trial_offsets, signs * w[:, None, None, :])
         self._t += 1
 
-    def _box_row_estimates(self, lo: ArrayLike, hi: ArrayLike) -> NDArray[np.float64]:
-        """Row estimates ``s_i(q) * released counter``, shape (boxes, rows)."""
+    def _hash(self, keys: NDArray[np.int64], comp: NDArray[np.intp] | None = None) -> tuple[NDArray, NDArray]:
+        """Buckets and signs with a leading trial axis, of components ``comp`` (default all)."""
+        hashes = self._hashes
+        if self._trials is None:
+            buckets, signs = (hashes if comp is None else hashes[comp])(keys[0] if comp is None else keys)
+            return buckets[None], signs[None]
+        return hashes(keys) if comp is None else hashes[:, comp](keys)
+
+    def _box_cells(self, lo: ArrayLike, hi: ArrayLike) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+        """The counters a box reads: (lo, hi), signs (R, m, rows), cells (R, m rows) and, per
+        (box, row) slot, the first slot of the trial that reads the same counter (R, m rows)."""
         levels, indices = dyadic_boxes(lo, hi, self._B)
         if levels.shape[1] != self._d:
             raise InputError(f"lo and hi must have length d={self._d} (got {levels.shape[1]})")
-        if levels.shape[0] == 0 or (self._T is not None and self._t == 0):
-            # Empty box, or nothing updated yet: the answer 0 does not depend on the data.
-            return np.zeros((0, self._rows))
+        R = self._counts.shape[0]
         comp = np.ravel_multi_index(tuple(levels.T), (self._L,) * self._d)
         keys = indices @ self._key_weights
-        buckets, signs = self._hashes[comp](keys[:, None, None])  # (m, rows, 1)
-        cells = (buckets + self._offsets[comp])[..., 0]  # (m, rows) flat cell indices
-        values = self._counts.reshape(-1)[cells]
+        buckets, signs = self._hash(keys[:, None, None], comp)  # (R, m, rows, 1)
+        cells = (buckets + self._offsets[comp])[..., 0].reshape(R, -1)  # flat counter per (box, row)
+        # Two pieces of one component may share a bucket: the same counter, so the same noise.
+        order = np.argsort(cells, axis=1, kind="stable")
+        ranked = np.take_along_axis(cells, order, axis=1)
+        start = np.ones(ranked.shape, dtype=bool)
+        start[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+        first = np.maximum.accumulate(np.where(start, np.arange(ranked.shape[1]), 0), axis=1)
+        same = np.empty_like(order)
+        np.put_along_axis(same, order, np.take_along_axis(order, first, axis=1), axis=1)
+        bounds = tuple(np.atleast_1d(np.asarray(v)).tolist() for v in (lo, hi))
+        return bounds, signs[..., 0], cells, same
+
+    def _box_row_estimates(self, lo: ArrayLike, hi: ArrayLike) -> NDArray[np.float64]:
+        """Row estimates ``s_i(q) * released counter``, shape (R, boxes, rows)."""
+        if self._box is not None:
+            bounds = tuple(np.atleast_1d(np.asarray(v)).tolist() for v in (lo, hi))
+            if bounds != self._box[0]:
+                raise InputError(f"lo, hi must be the declared box {self._box[0]} (got {bounds})")
+            _, signs, cells, same = self._box
+        else:
+            _, signs, cells, same = self._box_cells(lo, hi)
+        R = self._counts.shape[0]
+        if signs.shape[1] == 0 or (self._T is not None and self._t == 0):
+            # Empty box, or nothing updated yet: the answer 0 does not depend on the data.
+            return np.zeros((R, 0, self._rows))
+        values = np.take_along_axis(self._counts.reshape(R, -1), cells, axis=1)
         if self._tree is None:
             self._released = True
-            values = values + self._noise.reshape(-1)[cells]
+            values = values + np.take_along_axis(self._noise.reshape(R, -1), cells, axis=1)
+        elif self._box is not None:  # the tree runs over the box's slots; a shared counter reads its first
+            values = values + np.take_along_axis(self._tree.at(self._t), same, axis=1)
         else:
-            values = values + self._tree.noise(self._t, cells)
-        return signs[..., 0] * values
+            values = values + self._tree.at(self._t, cells)  # the tree release at step t
+        return signs * values.reshape(R, -1, self._rows)
 
-    def query(self, lo: ArrayLike, hi: ArrayLike) -> float:
+    def query(self, lo: ArrayLike, hi: ArrayLike) -> float | NDArray[np.float64]:
         """The private count of points in the box ``prod_j [lo_j, hi_j)``.
 
         Sum over the dyadic decomposition (at most (2 log2 B)^d boxes) of each box's
@@ -413,6 +498,11 @@ class RangeCounter:
         ----------
         lo, hi:
             Integer arrays of length d (or ints when d = 1), ``0 <= lo <= hi <= B``.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The answer; shape ``(trials,)`` with a trial axis.
 
         Raises
         ------
@@ -426,7 +516,8 @@ class RangeCounter:
         >>> round(rc.query(0, 4)), round(rc.query(4, 4))
         (3, 0)
         """
-        return float(np.median(self._box_row_estimates(lo, hi), axis=1).sum())
+        answer = np.median(self._box_row_estimates(lo, hi), axis=2).sum(axis=1)
+        return float(answer[0]) if self._trials is None else answer
 
     def row_answers(self, lo: ArrayLike, hi: ArrayLike) -> NDArray[np.float64]:
         """The answer each row gives alone: the sum of that row's box estimates.
@@ -441,5 +532,5 @@ class RangeCounter:
         >>> np.round(rc.row_answers(0, 4), 2).tolist()
         [2.0, 2.0, 2.0]
         """
-        est = self._box_row_estimates(lo, hi)
-        return est.sum(axis=0) if est.shape[0] else np.zeros(self._rows)
+        answers = self._box_row_estimates(lo, hi).sum(axis=1)  # (R, rows); zeros for no boxes
+        return answers[0] if self._trials is None else answers

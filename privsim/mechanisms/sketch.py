@@ -109,6 +109,11 @@ def _keys_and_deltas(keys: ArrayLike, deltas: ArrayLike) -> tuple[NDArray, NDArr
     return k, d
 
 
+def _trial_count(trials: int | None) -> int | None:
+    """``trials`` checked: None (one instance, no trial axis) or an int >= 1."""
+    return None if trials is None else _checks.integer("trials", trials, 1)
+
+
 def _scatter_add(table: NDArray[np.float64], flat: NDArray[np.intp], weights: NDArray) -> None:
     """``table.flat[flat] += weights`` with repeats summed (bincount for dense batches)."""
     flat, weights = flat.ravel(), np.asarray(weights, dtype=np.float64).ravel()
