@@ -29,7 +29,7 @@ __all__ = ["AuditPlan", "Estimate", "available_memory", "check_memory", "cpu_wor
            "format_bytes", "format_seconds", "parse_size"]
 
 #: An interpreter with numpy, trio, scipy and privsim imported (RSS).
-BASE_BYTES = 85 << 20
+BASE_BYTES = 110 << 20
 #: Per party and batch: its trio task, PartyContext and random stream (README "Scale": about 4 KiB).
 PARTY_BYTES = 4300
 #: Per message of the declared schedule (its pairs in dicts and lists).
