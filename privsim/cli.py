@@ -7,11 +7,8 @@ prints one line and exits with code 2.
 
 from __future__ import annotations
 
-import json
 import sys
-import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,13 +16,25 @@ import click
 import numpy as np
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from privsim.analysis.plots import plot_audit, plot_estimates, plot_series
+from privsim.analysis.plots import floor_text, plot_audit, plot_estimates, plot_series
+from privsim.cli_support import (
+    Interrupted,
+    check_executor_flags,
+    check_plot_path,
+    check_resources,
+    interruptible,
+    print_json,
+    progress_bar,
+    protocol_detail,
+    protocols_table,
+    report_interruption,
+    value_text,
+)
 from privsim.errors import ParameterError, PrivsimError
 from privsim.protocols import REGISTRY
-from privsim.scenario import RunSpec, load_scenario, make_inputs, parse_params
+from privsim.scenario import RunSpec, load_scenario, make_inputs, parse_params, read_scenario_text
 from privsim.simulate import batch_plan, run_trials, simulate
 
 __all__ = ["app", "main"]
@@ -40,28 +49,57 @@ app = typer.Typer(
 )
 stdout = Console()
 stderr = Console(stderr=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from privsim import __version__
+
+        print(f"privsim {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.",
+                                        callback=_version, is_eager=True)) -> None:
+    """Simulate distributed differentially private protocols: run, count, view, audit."""
 T = TypeVar("T")
 # typer vendors click; its usage errors share this base class.
 _UsageError = typer.BadParameter.__mro__[2]
 
-# Options shared by the subcommands (typer needs them spelled per command).
+# Options shared by the subcommands (typer needs them spelled per command). Every option
+# shows its default ([default: ...]); options without a fixed default say what they take.
 _SCENARIO = typer.Argument(None, help="A scenario TOML file (scenarios/*.toml); flags override its fields.",
                            show_default=False)
 _PROTOCOL = typer.Option(None, "--protocol", help=f"Protocol: a name ({', '.join(REGISTRY.names())}, or an "
                          "installed plugin's; `privsim protocols` lists them), or your own as FILE.py:Class or "
-                         "package.module:Class.")
-_N = typer.Option(None, "--n", help="Number of parties.")
-_T = typer.Option(None, "--t", help="Coalition-size threshold t (default: the protocol's).")
-_TRIALS = typer.Option(None, "--trials", help="Number of independent runs R.")
-_SEED = typer.Option(None, "--seed", help="Root seed (same seed, same transcript).")
-_PARAM = typer.Option(None, "--param", help="Protocol parameter KEY=VALUE (repeatable).")
-_INPUTS = typer.Option(None, "--inputs",
-                       help="Inputs: zeros, ones, half, alternating, count:K, bernoulli:P.")
-_JSON = typer.Option(False, "--json", help="Print one JSON object on stdout.")
-_EXECUTOR = typer.Option(None, "--executor", help="Where batches run: local, processes or dask [local].")
-_SCHEDULER = typer.Option(None, "--scheduler", help="Dask scheduler address tcp://HOST:PORT "
-                          "(default: a LocalCluster on this machine).")
-_WORKERS = typer.Option(None, "--workers", help="Worker processes for processes/dask [one per core].")
+                         "package.module:Class.", show_default="the scenario's")
+_N = typer.Option(None, "--n", help="Number of parties.", show_default="the scenario's; required")
+_T = typer.Option(None, "--t", help="Coalition-size threshold t.", show_default="the protocol's")
+_TRIALS = typer.Option(None, "--trials", help="Number of independent runs R.",
+                       show_default=f"the scenario's, else {RunSpec.trials}")
+_SEED = typer.Option(None, "--seed", help="Root seed (same seed, same transcript).",
+                     show_default="the scenario's, else 0")
+_PARAM = typer.Option(None, "--param", help="Protocol parameter KEY=VALUE (repeatable); `privsim protocols "
+                      "NAME` lists a protocol's parameters and their allowed values.", show_default="none")
+_INPUTS = typer.Option(None, "--inputs", help="Inputs: zeros, ones, half, alternating, count:K, bernoulli:P "
+                       "or a list such as [0,1,1].", show_default="the protocol's")
+_JSON = typer.Option(False, "--json", help="Print one JSON object on stdout.", show_default="off")
+_EXECUTOR = typer.Option(None, "--executor", help="Where batches run: local, processes or dask.",
+                         show_default="local")
+_SCHEDULER = typer.Option(None, "--scheduler", help="Dask scheduler address tcp://HOST:PORT.",
+                          show_default="a LocalCluster on this machine")
+_WORKERS = typer.Option(None, "--workers", help="Worker processes for processes/dask.",
+                        show_default="one per core")
+_MAX_MEMORY = typer.Option(None, "--max-memory", help="Memory the run may use, e.g. 512M or 6G; a run estimated "
+                           "to need more is refused before it starts.", show_default="the memory available")
+_PROGRESS = typer.Option(None, "--progress/--no-progress", help="Progress bars on stderr.",
+                         show_default="on a terminal")
+
+
+def _plot_option(what: str) -> Any:
+    return typer.Option(None, "--plot", help=f"Write {what} (.png, .pdf or .svg; checked before the run).",
+                        show_default="no figure")
 
 
 _SCENARIO_FILE: list[str] = []  # the scenario file of the running command, named in error lines
@@ -86,26 +124,18 @@ def _check_counts(spec: RunSpec) -> None:
         raise ParameterError(f"trials must be >= 1 (got {spec.trials})")
 
 
-@contextmanager
-def progress_bar(total: int, label: str, enabled: bool = True) -> Iterator[Any]:
-    """A rich progress bar on stderr that appears only once the work has taken over a second."""
-    state: dict[str, Any] = {"start": time.perf_counter(), "bar": None, "task": None, "done": 0}
+def _setting(spec: RunSpec) -> tuple[Any, int]:
+    """The protocol and t, checked (t within range, the protocol's own conditions) before
+    anything is built from them (a schedule for t >= n names parties that do not exist)."""
+    _check_counts(spec)
+    proto = spec.build()
+    t = proto.default_t(spec.n) if spec.t is None else spec.t  # type: ignore[arg-type]
+    proto.check_setting(spec.n, t)  # type: ignore[arg-type]
+    return proto, t
 
-    def advance(k: int = 1) -> None:
-        state["done"] += k
-        if state["bar"] is None and enabled and time.perf_counter() - state["start"] > 1.0:
-            bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                           console=stderr, transient=True)
-            bar.start()
-            state["bar"], state["task"] = bar, bar.add_task(label, total=total)
-        if state["bar"] is not None:
-            state["bar"].update(state["task"], completed=state["done"])
 
-    try:
-        yield advance
-    finally:
-        if state["bar"] is not None:
-            state["bar"].stop()
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def _table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
@@ -113,26 +143,43 @@ def _table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
     table.add_column("field", style="bold")
     table.add_column("value")
     for k, v in rows:
-        table.add_row(k, f"{v:.6g}" if isinstance(v, float) else str(v))
+        table.add_row(k, value_text(v))
     return table
 
 
-def run_spec(spec: RunSpec, progress: bool = True, executor: str | None = None, scheduler: str | None = None,
-             workers: int | None = None, backend: str = "trio", transport: Any = "local") -> Any:
-    """Run a scenario in batches; returns the :class:`~privsim.simulate.RunSummary`."""
-    _check_counts(spec)
-    protocol = spec.build()
-    inputs = make_inputs(protocol, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
+def run_spec(spec: RunSpec, progress: bool | None = None, executor: str | None = None, scheduler: str | None = None,
+             workers: int | None = None, max_memory: str | None = None, backend: str = "trio",
+             transport: Any = "local") -> Any:
+    """Run a scenario in batches; returns the :class:`~privsim.simulate.RunSummary`.
+
+    Checks the setting, the executor flags and the resources (:func:`privsim.cli_support.check_resources`)
+    before anything runs; the progress bar counts trials.
+    """
+    proto, t = _setting(spec)
+    executor = executor or spec.extra.get("executor")
+    check_executor_flags(executor, scheduler, workers)
+    check_resources(proto, spec.n, t, spec.trials, executor=executor, workers=workers,  # type: ignore[arg-type]
+                    max_memory=max_memory, warn=_warn)
+    inputs = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
     plan = batch_plan(spec.trials, spec.n)  # type: ignore[arg-type]
-    rounds = protocol.cached_schedule(spec.n, protocol.default_t(spec.n) if spec.t is None else spec.t).rounds
-    remote = (executor or spec.extra.get("executor") or "local") != "local"  # workers cannot report rounds
-    with progress_bar(len(plan) * max(rounds, 1), f"{protocol.name}: {len(plan)} batches x {rounds} rounds",
-                      enabled=progress) as advance:
-        res = run_trials(protocol, inputs, trials=spec.trials, seed=spec.seed, t=spec.t,
-                         executor=executor or spec.extra.get("executor"), scheduler=scheduler, workers=workers,
-                         progress=lambda k: advance(max(rounds, 1) if remote or transport != "local" else 0),
-                         on_round=lambda r: advance(1), backend=backend, transport=transport)
-    return res
+    with progress_bar(spec.trials, f"{proto.name}", unit="trials", batches=len(plan), enabled=progress) as advance:
+        return run_trials(proto, inputs, trials=spec.trials, seed=spec.seed, t=t, executor=executor,
+                          scheduler=scheduler, workers=workers,
+                          progress=lambda k: advance(plan[k - 1][1], k), backend=backend, transport=transport)
+
+
+def _theory_sd(protocol: Any, n: int, t: int) -> float | None:
+    # The estimate's standard deviation where the protocol states its variance (RR: variance(n); secure sums:
+    # noise_variance(n, t); continual sums: a number).
+    for name, args in (("variance", (n,)), ("noise_variance", (n, t))):
+        value = getattr(protocol, name, None)
+        try:
+            value = value(*args) if callable(value) else value
+        except TypeError:
+            continue
+        if isinstance(value, (int, float)) and value >= 0:
+            return float(value) ** 0.5
+    return None
 
 
 @app.command()
@@ -146,7 +193,7 @@ def run(
     param: list[str] | None = _PARAM,
     inputs: str | None = _INPUTS,
     json_out: bool = _JSON,
-    plot: Path | None = typer.Option(None, "--plot", help="Write a PNG of the estimates' distribution."),
+    plot: Path | None = _plot_option("the estimates' distribution"),
     executor: str | None = _EXECUTOR,
     scheduler: str | None = _SCHEDULER,
     workers: int | None = _WORKERS,
@@ -156,30 +203,35 @@ def run(
                                   "tcp (every party its own process, TCP on loopback; adds wire_bytes)."),
     timeout: float | None = typer.Option(None, "--timeout", help="With --transport tcp: seconds a party waits "
                                          "for a scheduled message before naming the silent party [5]."),
+    max_memory: str | None = _MAX_MEMORY,
+    progress: bool | None = _PROGRESS,
 ) -> None:
     """Run a protocol R times and report its cost (messages, bits, rounds) and accuracy.
 
     A scenario with ``protocol = "headline"`` runs the headline comparison instead (error
     and messages versus n for randomized response, secure sum and ck-sum).
     """
+    plot = check_plot_path(plot)
     if scenario is not None and protocol is None and _scenario_protocol(scenario) == "headline":
-        _run_headline(scenario, plot, json_out, trials=trials, seed=seed)
+        unused = {"--n": n, "--t": t, "--param": param or None, "--inputs": inputs, "--executor": executor,
+                  "--scheduler": scheduler, "--workers": workers}
+        _run_headline(scenario, plot, json_out, trials=trials, seed=seed, progress=progress,
+                      unused=[k for k, v in unused.items() if v is not None])
         return
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
-    res = run_spec(spec, executor=executor, scheduler=scheduler, workers=workers, backend=backend,
-                   transport=_transport(transport, timeout))
+    res = run_spec(spec, progress=progress, executor=executor, scheduler=scheduler, workers=workers,
+                   max_memory=max_memory, backend=backend, transport=_transport(transport, timeout))
     summary = res.summary()
     if plot is not None:
         title = f"{summary['protocol']}, n={summary['n']}, R={summary['trials']}"
+        theory = _theory_sd(res.protocol, res.n, res.t)
         if res.series_example is not None:  # a continual release: the series and its per-step error
-            theory = getattr(res.protocol, "variance", None)
-            plot_series(str(plot), *res.series_example, res.series_error_std,
-                        float(theory) ** 0.5 if isinstance(theory, (int, float)) else None, title)
+            plot_series(str(plot), *res.series_example, res.series_error_std, theory, title)
         else:
-            plot_estimates(str(plot), res.estimate, res.true_value, title)
+            plot_estimates(str(plot), res.estimate, res.true_value, title, theory)
         summary["plot"] = str(plot)
     if json_out:
-        print(json.dumps(summary))
+        print_json(summary)
     else:
         stdout.print(_table(f"privsim run: {summary['protocol']}",
                             [(k, v) for k, v in summary.items() if k != "params"] +
@@ -220,23 +272,34 @@ def _scenario_protocol(path: Path) -> str | None:
     import tomllib
 
     try:
-        return tomllib.loads(Path(path).read_text()).get("protocol")
-    except (OSError, tomllib.TOMLDecodeError):
+        return tomllib.loads(read_scenario_text(Path(path))).get("protocol")
+    except (PrivsimError, tomllib.TOMLDecodeError):
         return None  # load_scenario reports the problem
 
 
-def _run_headline(path: Path, plot: Path | None, json_out: bool, trials: int | None, seed: int | None) -> None:
+def _run_headline(path: Path, plot: Path | None, json_out: bool, trials: int | None, seed: int | None,
+                  progress: bool | None, unused: list[str]) -> None:
     from privsim.analysis.headline import headline_study, load_headline_scenario, plot_headline
 
+    _SCENARIO_FILE[:] = [str(path)]
     kwargs = load_headline_scenario(path)
+    if unused:
+        raise ParameterError(f"{unused[0].lstrip('-')}: the headline scenario takes its n values, t and epsilon "
+                             f"from the file; {unused[0]} does not apply (allowed: --trials, --seed, --plot, --json)")
     kwargs.update({k: v for k, v in (("trials", trials), ("seed", seed)) if v is not None})
-    with progress_bar(len(kwargs["ns"]), "headline: n values") as advance:
+    least = 50  # headline_study's min_trials: it would silently raise fewer trials to this
+    if kwargs["trials"] < least:
+        raise ParameterError(f"trials must be >= {least} for the headline comparison (got {kwargs['trials']})")
+    if not 0 <= kwargs["t"] < min(kwargs["ns"]):
+        raise ParameterError(f"t must satisfy 0 <= t < every n (t = {kwargs['t']}, smallest n = "
+                             f"{min(kwargs['ns'])}); it would be clamped silently")
+    with progress_bar(3 * len(kwargs["ns"]), "headline", unit="runs", enabled=progress) as advance:
         data = headline_study(**kwargs, progress=lambda _: advance(1))
     if plot is not None:
         plot_headline(str(plot), data)
         data["plot"] = str(plot)
     if json_out:
-        print(json.dumps(data))
+        print_json(data)
         return
     table = Table(title="privsim run: headline comparison (rmse and messages per run)")
     keys = [k for k in ("rr", "secure_sum", "ck_sum") if k in data]
@@ -248,6 +311,10 @@ def _run_headline(path: Path, plot: Path | None, json_out: bool, trials: int | N
             cells += [f"{data[k]['rmse'][i]:.3f}", str(data[k]["messages"][i])]
         table.add_row(*cells)
     stdout.print(table)
+
+
+#: The most rows ``privsim views`` prints (messages and draws over the trials shown).
+VIEW_ROWS = 5000
 
 
 @app.command()
@@ -264,14 +331,26 @@ def views(
     json_out: bool = _JSON,
 ) -> None:
     """Print a coalition's view (inputs, randomness, messages, outputs) for the first trials."""
+    from privsim.network.schedule import parse_coalition
+
     spec = _spec(scenario, protocol, n, t, None, seed, param, inputs).with_overrides(trials=trials)
-    _check_counts(spec)
-    proto = spec.build()
+    proto, tt = _setting(spec)
+    members = parse_coalition(coalition, spec.n, proto.has_curator)  # type: ignore[arg-type]
+    if not members:
+        raise ParameterError(f"coalition: give at least one party id, e.g. 0,1 or C (got {coalition!r})")
+    sched = proto.cached_schedule(spec.n, tt)  # type: ignore[arg-type]
+    rows = spec.trials * sum(1 for _, s, d in sched.triples() if s in members or d in members)
+    if rows > VIEW_ROWS:
+        raise ParameterError(f"trials, coalition: the view has {rows} messages over {spec.trials} trial(s); views "
+                             f"prints at most {VIEW_ROWS} (use fewer trials, a smaller n, T or coalition, or "
+                             "simulate(...).view() in Python)")
     x = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
-    res = simulate(proto, x, trials=spec.trials, seed=spec.seed, t=spec.t, coalition=coalition)
-    view = res.view(coalition)
+    with progress_bar(1, "views", batches=1, enabled=False) as advance:
+        res = simulate(proto, x, trials=spec.trials, seed=spec.seed, t=tt, coalition=members)
+        advance(1, 1)
+    view = res.view(members)
     if json_out:
-        print(json.dumps(view.to_dict(trials=spec.trials)))
+        print_json(view.to_dict(trials=spec.trials))
         return
     for i in range(spec.trials):
         table = Table(title=f"view of coalition {{{', '.join(map(str, view.coalition))}}}, trial {i}")
@@ -279,23 +358,34 @@ def views(
             table.add_column(col)
         for m in view.coalition:
             if m in view.inputs:
-                table.add_row("-", "input", str(m), str(np.asarray(view.inputs[m])[i].tolist()))
+                table.add_row("-", "input", str(m), _short(view.trial_value(view.inputs[m], i)))
             for k, d in enumerate(view.randomness.get(m, [])):
-                table.add_row("-", f"rand #{k}", str(m), _short(np.asarray(d)[i]))
+                table.add_row("-", f"rand #{k}", str(m), _short(view.trial_value(d, i)))
         for r, s, d, v in view.rows(i):
             table.add_row(str(r), str(s), str(d), _short(v))
         for m, v in view.outputs.items():
-            table.add_row("-", "output", str(m), _short(np.asarray(v)[i] if np.ndim(v) else v))
+            table.add_row("-", "output", str(m), _short(view.trial_value(v, i)))
         stdout.print(table)
 
 
 def _short(v: Any) -> str:
-    arr = np.asarray(v)
+    try:
+        arr = np.asarray(v)
+    except ValueError:  # a tuple value with parts of different shapes: part by part
+        arr = np.empty(0, dtype=object)
+    if arr.dtype == object:
+        return "(" + ", ".join(_short(e) for e in v) + ")"
     if arr.dtype.kind == "f":
         text = np.array2string(arr, precision=4, threshold=8) if arr.ndim else f"{float(arr):.6g}"
     else:
         text = str(arr.tolist()) if arr.size <= 8 else np.array2string(arr, threshold=8)
     return text
+
+
+#: ``privsim audit --trials`` when neither the flag nor the scenario gives it.
+AUDIT_TRIALS = 100_000  # = privsim.analysis.audit.DEFAULT_AUDIT_TRIALS (not imported: the CLI starts fast)
+_AUDIT_TRIALS = typer.Option(None, "--trials", help="Runs per input (selection and estimation together).",
+                             show_default=f"the scenario's, else {AUDIT_TRIALS}")
 
 
 @app.command("audit")
@@ -304,30 +394,34 @@ def audit_cmd(
     protocol: str | None = _PROTOCOL,
     n: int | None = _N,
     t: int | None = _T,
-    trials: int | None = _TRIALS,
+    trials: int | None = _AUDIT_TRIALS,
     seed: int | None = _SEED,
     param: list[str] | None = _PARAM,
     inputs: str | None = _INPUTS,
     coalition: str | None = typer.Option(None, "--coalition", help="Coalition ids, e.g. 0,1 or C or C,0, "
-                                           "or public (what the protocol publishes)."),
+                                         "or public (what the protocol publishes).",
+                                         show_default="the scenario's; required"),
     neighbor: int | None = typer.Option(None, "--neighbor", help="The party outside the coalition whose "
-                                           "input differs between x and x'."),
-    delta: float | None = typer.Option(None, "--delta", help="delta of the (eps, delta) statement "
-                                       "[the delta of the claim it is judged against]."),
-    confidence: float | None = typer.Option(None, "--confidence", help="Confidence of the bound [0.95]."),
+                                           "input differs between x and x'.", show_default="the scenario's; required"),
+    delta: float | None = typer.Option(None, "--delta", help="delta of the (eps, delta) statement.",
+                                       show_default="the scenario's, else the delta of the claim it is judged against"),
+    confidence: float | None = typer.Option(None, "--confidence", help="Confidence of the bound.",
+                                            show_default="the scenario's, else 0.95"),
     json_out: bool = _JSON,
-    plot: Path | None = typer.Option(None, "--plot", help="Write a PNG: the score under x and x' with the event."),
+    plot: Path | None = _plot_option("the score under x and x' with the event, and p-hat, q-hat"),
     executor: str | None = _EXECUTOR,
     scheduler: str | None = _SCHEDULER,
     workers: int | None = _WORKERS,
+    max_memory: str | None = _MAX_MEMORY,
+    progress: bool | None = _PROGRESS,
 ) -> None:
     """Audit a coalition's view: a sound lower bound on epsilon, against the protocol's claim."""
-    from privsim.analysis.audit import DEFAULT_AUDIT_TRIALS, audit, plan_audit_batches
+    from privsim.analysis.audit import DEFAULT_AUDIT_TRIALS
 
+    plot = check_plot_path(plot)
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
     if trials is None and spec.trials == RunSpec().trials:  # named by neither the flag nor the scenario
         spec = spec.with_overrides(trials=DEFAULT_AUDIT_TRIALS)
-    _check_counts(spec)
     extra = spec.extra
     coalition = coalition if coalition is not None else extra.get("coalition")
     neighbor = neighbor if neighbor is not None else extra.get("neighbor")
@@ -337,25 +431,47 @@ def audit_cmd(
         raise ParameterError("neighbor is required (--neighbor J, a party outside the coalition)")
     if isinstance(coalition, list):
         coalition = ",".join(map(str, coalition))
-    proto = spec.build()
+    executor = executor or extra.get("executor")
+    proto, tt = _setting(spec)
+    check_executor_flags(executor, scheduler, workers)
     x = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
-    total = 2 * len(plan_audit_batches(spec.trials, spec.n))  # type: ignore[arg-type]
-    with progress_bar(total, f"audit {proto.name}: batches") as advance:
-        result = audit(proto, x, coalition=str(coalition), neighbor=int(neighbor), trials=spec.trials,
-                       seed=spec.seed, t=spec.t,
-                       delta=delta if delta is not None else extra.get("delta"),
-                       confidence=float(confidence if confidence is not None else extra.get("confidence", 0.95)),
-                       progress=lambda k: advance(1), executor=executor or extra.get("executor"),
-                       scheduler=scheduler, workers=workers)
+    result = _audit_with_progress(proto, x, spec, tt, str(coalition), int(neighbor), progress=progress,
+                                  delta=delta if delta is not None else extra.get("delta"),
+                                  confidence=float(confidence if confidence is not None
+                                                   else extra.get("confidence", 0.95)),
+                                  executor=executor, scheduler=scheduler, workers=workers, max_memory=max_memory)
     data = result.to_dict()
     if plot is not None:
         _audit_plot(str(plot), proto, x, result)
         data["plot"] = str(plot)
     if json_out:
-        print(json.dumps(data))
+        print_json(data)
     else:
         stdout.print(_table(f"privsim audit: {proto.name}, coalition {{{','.join(result.coalition)}}} "
-                            f"vs party {result.neighbor}", [(k, v) for k, v in data.items() if k != "params"]))
+                            f"vs party {result.neighbor}", _audit_rows(data)))
+
+
+def _audit_rows(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    # Lower bounds are rounded down, never up (6 decimals); everything else as value_text prints it.
+    return [(k, floor_text(v, 6) if k == "epsilon_lower" and isinstance(v, float) else v)
+            for k, v in data.items() if k != "params"]
+
+
+def _audit_with_progress(proto: Any, x: np.ndarray, spec: RunSpec, t: int, coalition: str, neighbor: int, *,
+                         progress: bool | None, max_memory: str | None = None, executor: str | None = None,
+                         **kw: Any) -> Any:
+    """:func:`privsim.analysis.audit.audit` after the resource check, with a progress bar over
+    its batches (selection, then estimation, both inputs)."""
+    from privsim.analysis.audit import audit, plan_audit_batches
+    from privsim.network.schedule import parse_coalition
+
+    total = 2 * len(plan_audit_batches(spec.trials, spec.n))  # type: ignore[arg-type]
+    members = parse_coalition(coalition, spec.n, proto.has_curator)  # type: ignore[arg-type]
+    check_resources(proto, spec.n, t, spec.trials, executor=executor, workers=kw.get("workers"),  # type: ignore[arg-type]
+                    max_memory=max_memory, audit=True, coalition=members, warn=_warn)
+    with progress_bar(total, f"audit {proto.name}", unit="batches", enabled=progress) as advance:
+        return audit(proto, x, coalition=coalition, neighbor=neighbor, trials=spec.trials, seed=spec.seed, t=t,
+                     progress=lambda k: advance(1, k), executor=executor, **kw)
 
 
 def _audit_plot(path: str, proto: Any, x: np.ndarray, result: Any) -> None:
@@ -366,9 +482,11 @@ def _audit_plot(path: str, proto: Any, x: np.ndarray, result: Any) -> None:
     size = min(result.trials, 1 << 15)
     vx, _ = sample_views(proto, x, coalition=coalition, trials=size, seed=_derived_seed(result.seed, 2), t=result.t)
     vxp, _ = sample_views(proto, xp, coalition=coalition, trials=size, seed=_derived_seed(result.seed, 3), t=result.t)
+    estimate = {"p_hat": result.p_hat, "q_hat": result.q_hat, "trials": result.trials_estimate,
+                "confidence": result.confidence, "epsilon_lower": result.epsilon_lower}
     plot_audit(path, vx, vxp, result.event_object,
                f"{proto.name}: coalition {{{coalition}}} vs party {result.neighbor}; "
-               f"epsilon >= {result.epsilon_lower:.3f} ({result.confidence:.0%})")
+               f"epsilon >= {floor_text(result.epsilon_lower)} ({result.confidence:.0%})", estimate)
 
 
 @app.command()
@@ -379,52 +497,53 @@ def bounds(
     t: int | None = _T,
     param: list[str] | None = _PARAM,
     audit_lonely: bool = typer.Option(False, "--audit", help="Audit the first lonely party against the "
-                                      "coalition of its neighbours (the reduction to the local model)."),
-    trials: int | None = typer.Option(None, "--trials", help="Trials per input for --audit [200000]."),
+                                      "coalition of its neighbours (the reduction to the local model).",
+                                      show_default="off"),
+    trials: int | None = typer.Option(None, "--trials", help="Trials per input for --audit.",
+                                      show_default="200000"),
     seed: int | None = _SEED,
     inputs: str | None = _INPUTS,
     json_out: bool = _JSON,
+    max_memory: str | None = _MAX_MEMORY,
+    progress: bool | None = _PROGRESS,
 ) -> None:
     """Messages vs n(t+1)/4 and n(t+1)/2, popular and lonely parties, and lonely parties' neighbour coalitions."""
     from privsim.analysis.bounds import analyze_schedule
 
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
-    _check_counts(spec)
-    proto = spec.build()
-    tt = proto.default_t(spec.n) if spec.t is None else spec.t  # type: ignore[arg-type]
-    proto.check_setting(spec.n, tt)  # type: ignore[arg-type]
+    proto, tt = _setting(spec)
     report = analyze_schedule(proto.cached_schedule(spec.n, tt), tt)  # type: ignore[arg-type]
+    target = next(((p, c) for p, c in report.lonely_coalitions.items() if c), None)
+    if audit_lonely and target is None:
+        raise ParameterError(f"audit: nothing to audit: {proto.name} at n = {spec.n}, t = {tt} has no lonely party "
+                             "with neighbours (--audit needs one, e.g. randomized-response-distributed)")
     data: dict[str, Any] = {"protocol": proto.name, "params": proto.parameters, **report.to_dict()}
     if audit_lonely:
-        data["audit"] = _audit_lonely(proto, spec, tt, report, trials or 200_000)
+        data["audit"] = _audit_lonely(proto, spec.with_overrides(trials=trials or 200_000), tt, target,
+                                      max_memory=max_memory, progress=progress)
     if json_out:
-        print(json.dumps(data))
+        print_json(data)
         return
     rows = [(k, v) for k, v in data.items() if k not in ("params", "lonely_coalitions", "audit")]
     rows += [(f"neighbours of lonely {p}", ",".join(c)) for p, c in data["lonely_coalitions"].items()]
-    rows += [(f"audit {k}", v) for k, v in (data.get("audit") or {}).items() if k != "params"]
+    rows += [(f"audit {k}", v) for k, v in _audit_rows(data.get("audit") or {})]
     stdout.print(_table(f"privsim bounds: {proto.name}, n={spec.n}, t={tt}", rows))
 
 
-def _audit_lonely(proto: Any, spec: RunSpec, t: int, report: Any, trials: int) -> dict[str, Any] | None:
+def _audit_lonely(proto: Any, spec: RunSpec, t: int, target: tuple[Any, Any], max_memory: str | None,
+                  progress: bool | None) -> dict[str, Any]:
     """Audit the first lonely party (with a non-empty neighbourhood) against its neighbours."""
-    from privsim.analysis.audit import audit, plan_audit_batches
-
-    target = next(((p, c) for p, c in report.lonely_coalitions.items() if c), None)
-    if target is None:
-        return None
     party, coalition = target
     x = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
-    total = 2 * len(plan_audit_batches(trials, spec.n))  # type: ignore[arg-type]
-    with progress_bar(total, f"audit lonely party {party}: batches") as advance:
-        result = audit(proto, x, coalition=",".join(map(str, coalition)), neighbor=party, trials=trials,
-                       seed=spec.seed, t=t, progress=lambda k: advance(1))
+    result = _audit_with_progress(proto, x, spec, t, ",".join(map(str, coalition)), int(party), progress=progress,
+                                  max_memory=max_memory)
     return result.to_dict()
 
 
 @app.command()
 def bench(
-    only: list[str] | None = typer.Option(None, "--only", help="Run only these suites (e.g. engine)."),
+    only: list[str] | None = typer.Option(None, "--only", help="Run only these suites (e.g. engine).",
+                                          show_default="every suite"),
     json_out: bool = _JSON,
 ) -> None:
     """Run the benchmark suite (bench/*.py) and print its named figures (ratios measured in-process)."""
@@ -448,41 +567,45 @@ def bench(
         spec.loader.exec_module(module)  # type: ignore[union-attr]
         results[name] = module.main()
     if json_out:
-        print(json.dumps(results))
+        print_json(results)
     else:
         stdout.print(_table("privsim bench", [(f"{s}.{k}", v) for s, figs in results.items()
                                               for k, v in figs.items()]))
 
 
 @app.command("protocols")
-def list_protocols(json_out: bool = _JSON) -> None:
-    """List the protocols (built-in and installed plugins) and their parameters."""
+def list_protocols(
+    name: str | None = typer.Argument(None, help="One protocol to show in detail.", show_default="all, in brief"),
+    json_out: bool = _JSON,
+) -> None:
+    """List the protocols (built-in and installed plugins) and their parameters (`privsim protocols NAME`: one
+    in detail)."""
+    from privsim.cli_support import WIDTH
     from privsim.protocols.loading import plugin_class, plugins
 
-    classes: dict[str, tuple[str, type]] = {name: ("built-in", cls) for name, cls in sorted(REGISTRY.items())}
+    classes: dict[str, tuple[str, type]] = {key: ("built-in", cls) for key, cls in sorted(REGISTRY.items())}
     failed: list[str] = []
     for plugin in plugins():
         try:
             classes.setdefault(plugin.name, (f"plugin {plugin.distribution}", plugin_class(plugin)))
         except PrivsimError as exc:  # list the others, then report it (exit 2)
             failed.append(str(exc))
-    info = {name: {k: {"default": p.default if isinstance(p.default, (int, float, str, bool)) else None,
-                       "allowed": p.allowed(), "doc": p.doc} for k, p in cls.params.items()}
-            for name, (_, cls) in classes.items()}
+    if name is not None:
+        if name not in classes:
+            raise ParameterError(f"protocol: unknown protocol {name!r} (allowed: {', '.join(sorted(classes))})")
+        classes = {name: classes[name]}
+    info = {key: {k: {"default": p.default if isinstance(p.default, (int, float, str, bool)) else None,
+                      "allowed": p.allowed(), "doc": p.doc} for k, p in cls.params.items()}
+            for key, (_, cls) in classes.items()}
     if json_out:
-        print(json.dumps(info))
+        print_json(info if name is None else info[name])
+    elif name is None:
+        stdout.print(protocols_table({key: cls for key, (_, cls) in classes.items()}), width=WIDTH)
     else:
-        table = Table(title="privsim protocols")
-        for col in ("protocol", "source", "parameter", "default", "allowed", "meaning"):
-            table.add_column(col)
-        for name, params in info.items():
-            for i, (k, p) in enumerate(params.items() or [("-", {"default": "", "allowed": "", "doc": ""})]):
-                table.add_row(name if i == 0 else "", classes[name][0] if i == 0 else "", k, str(p["default"]),
-                              p["allowed"], p["doc"])
-        stdout.print(table)
+        stdout.print(protocol_detail(name, classes[name][1]), width=WIDTH)
+    for message in failed:
+        print(f"error: {message}", file=sys.stderr)
     if failed:
-        for message in failed:
-            print(f"error: {message}", file=sys.stderr)
         sys.exit(2)
 
 
@@ -503,10 +626,45 @@ def new_protocol(
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the CLI; user errors print one line and exit with code 2.
 
+    SIGINT and SIGTERM stop any command within about a second: workers are ended,
+    temporary files removed, one line ``interrupted after N of M batches`` is printed and
+    the exit code is 130 (SIGINT) or 143 (SIGTERM); nothing is printed on stdout.
+
     Example: ``main(["run", "--protocol", "randomized-response", "--n", "100", "--json"])``
     prints one JSON object, as ``privsim run ... --json`` does.
     """
     _SCENARIO_FILE.clear()
+    with interruptible() as caught:
+        try:
+            code = _dispatch(argv)
+        except BaseException as exc:  # noqa: B036 - an interruption may surface as any exception
+            if not caught and not isinstance(exc, Interrupted):
+                raise
+            code = 128 + (caught[0] if caught else exc.signum)  # type: ignore[attr-defined]
+            report_interruption()
+            _exit_interrupted(code)
+    if code is not None:  # a command that succeeds returns (callers of main() in Python go on)
+        sys.exit(code)
+
+
+def _exit_interrupted(code: int) -> None:
+    # With Dask loaded, exit at once: interpreter shutdown would run its atexit handlers
+    # (closing a cluster whose workers are already dead takes seconds). Workers are ended
+    # and the channels' temporary directories removed first. Otherwise main() exits normally.
+    if "distributed" not in sys.modules:
+        return
+    import os
+
+    from privsim.executors import end_workers, remove_temp_dirs
+
+    end_workers()
+    remove_temp_dirs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _dispatch(argv: list[str] | None) -> int | None:
     try:
         app(args=argv, standalone_mode=False)
     except PrivsimError as exc:
@@ -514,18 +672,28 @@ def main(argv: list[str] | None = None) -> None:
         if _SCENARIO_FILE and not message.startswith(_SCENARIO_FILE[0]):
             message = f"{_SCENARIO_FILE[0]}: {message}"
         print(f"error: {message}", file=sys.stderr)
-        sys.exit(2)
+        return 2
+    except BrokenPipeError:  # `privsim ... | head`: the reader left; say nothing more
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except MemoryError:
+        print("error: n, trials: out of memory during the run (lower n or trials, or set --max-memory lower "
+              "to be refused up front)", file=sys.stderr)
+        return 2
     except (typer.Exit, click.exceptions.Exit) as exc:
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except (typer.Abort, click.exceptions.Abort):
         print("aborted", file=sys.stderr)
-        sys.exit(1)
+        return 1
     except (_UsageError, click.ClickException) as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `privsim`: show the help
             print(exc.format_message())
-            sys.exit(0)
+            return 0
         print(f"error: {exc.format_message()}", file=sys.stderr)
-        sys.exit(2)
+        return 2
+    return None
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ __all__ = [
     "ViewNotRecorded",
     "ExecutorError",
     "ProtocolError",
+    "ResourceError",
 ]
 
 
@@ -106,4 +107,14 @@ class ProtocolError(PrivsimError):
 
     The message names the method, what was expected and what it got. Example message:
     ``relay-sum.estimate returned shape (4, 2) (expected (trials=4,), as true_value, got (4, 2))``.
+    """
+
+
+class ResourceError(PrivsimError):
+    """A run would need more memory than there is (estimated before it starts), or a bad limit.
+
+    >>> from privsim.resources import Estimate, check_memory
+    >>> check_memory(Estimate(8 << 40, 1e6, 10), 6 << 30)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    privsim.errors.ResourceError: n, trials: this run needs about 8.0 TiB of memory (estimated), above the 6.0 GiB ...
     """

@@ -20,6 +20,7 @@ import shutil
 import tempfile
 import time
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, ProcessPoolExecutor
@@ -30,7 +31,8 @@ import cloudpickle
 
 from privsim.errors import ExecutorError, ParameterError, PrivsimError
 
-__all__ = ["EXECUTORS", "Channel", "DaskExecutor", "Executor", "LocalExecutor", "ProcessExecutor", "get_executor"]
+__all__ = ["EXECUTORS", "Channel", "DaskExecutor", "Executor", "LocalExecutor", "ProcessExecutor", "TEMP_DIRS",
+           "end_workers", "get_executor", "remove_temp_dirs"]
 
 #: The executor names accepted by ``--executor`` and ``executor=``.
 EXECUTORS = ("local", "processes", "dask")
@@ -61,6 +63,11 @@ _ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THR
 
 
 def _init_worker() -> None:
+    # Ctrl-C reaches the whole process group: the parent ends its workers (end_workers), so
+    # they ignore SIGINT rather than print a traceback each.
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Runs first in every worker process. Two workers whose BLAS calls each start a
     # thread per core oversubscribe the machine (and OpenBLAS threads spin while they
     # wait), slowing both: libraries loaded from now on read the variables, and those
@@ -191,6 +198,7 @@ class _FileChannel(_RemoteChannel):
     # and give up if their parent process is gone.
     def __init__(self) -> None:
         self.path = tempfile.mkdtemp(prefix="privsim-channel-")
+        TEMP_DIRS.add(self.path)
         self.parent = os.getpid()
         self.key = uuid.uuid4().hex  # (a path may be reused once removed; the key is not)
 
@@ -231,6 +239,7 @@ class _FileChannel(_RemoteChannel):
     def close(self) -> None:
         self.abort()
         shutil.rmtree(self.path, ignore_errors=True)
+        TEMP_DIRS.discard(self.path)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"path": self.path, "parent": self.parent, "key": self.key}
@@ -339,6 +348,48 @@ class LocalExecutor(Executor):
             yield fn(item)
 
 
+#: Temporary directories of open channels and files being written (removed by their owners, or
+#: by remove_temp_dirs() when a command is interrupted).
+TEMP_DIRS: set[str] = set()
+
+
+def remove_temp_dirs() -> None:
+    """Remove the temporary directories of channels still open (an interrupted command).
+
+    >>> ch = ProcessExecutor(workers=1).channel(); remove_temp_dirs(); os.path.isdir(ch.path)
+    False
+    """
+    for path in list(TEMP_DIRS):
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.exists(path):  # a figure being written (privsim.analysis.plots)
+            os.unlink(path)
+        TEMP_DIRS.discard(path)
+
+
+#: Live process pools, so that an interrupted command can end their workers at once.
+_LIVE_POOLS: weakref.WeakSet[ProcessExecutor] = weakref.WeakSet()
+
+
+def end_workers() -> None:
+    """Kill the worker processes of every live :class:`ProcessExecutor` (and of a LocalCluster)
+    now (on SIGINT/SIGTERM: ``close()`` would wait for the batches they are running). Their
+    pools are then broken and ``close()`` returns at once.
+
+    Example: the ``privsim`` command's SIGINT/SIGTERM handler calls ``end_workers()``
+    before it unwinds (see :func:`privsim.cli_support.interruptible`).
+    """
+    procs = [p for ex in list(_LIVE_POOLS)  # pid -> Process (concurrent.futures internals)
+             for p in (getattr(ex._pool, "_processes", None) or {}).values()]
+    # A LocalCluster's worker processes (Dask's nannies start them with multiprocessing) too.
+    procs += multiprocessing.active_children()
+    for proc in procs:
+        try:
+            proc.kill()
+        except (OSError, ValueError, AttributeError):  # already gone
+            pass
+
+
 class ProcessExecutor(Executor):
     """A pool of worker processes on this machine (default: one per core), each limited
     to one thread in numerical libraries (OpenBLAS, MKL, OpenMP) so they do not
@@ -366,6 +417,7 @@ class ProcessExecutor(Executor):
             # Fresh interpreters (not forks of a parent that may hold threads and a large heap).
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=_init_worker)
+            _LIVE_POOLS.add(self)
         return self._pool
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:

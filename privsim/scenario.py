@@ -28,7 +28,7 @@ from privsim.protocols import get_protocol
 from privsim.protocols.base import Protocol
 from privsim.protocols.loading import absolute_reference
 
-__all__ = ["RunSpec", "load_scenario", "make_inputs", "parse_params"]
+__all__ = ["RunSpec", "load_scenario", "make_inputs", "parse_params", "read_scenario_text"]
 
 _FIELDS = {
     "protocol": str, "n": int, "t": int, "trials": int, "seed": int, "inputs": (str, list),
@@ -80,12 +80,7 @@ def load_scenario(path: str | Path) -> RunSpec:
     >>> os.unlink(f.name)
     """
     p = Path(path)
-    if not p.is_file():
-        raise ParameterError(f"scenario file {str(p)!r} does not exist")
-    try:
-        data = tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ParameterError(f"{p}: not valid TOML: {exc}") from None
+    data = _read_toml(p)
     for key, value in data.items():
         if key not in _FIELDS:
             raise ParameterError(f"{p}: unknown key {key!r} (allowed: {', '.join(sorted(_FIELDS))})")
@@ -100,6 +95,35 @@ def load_scenario(path: str | Path) -> RunSpec:
     return RunSpec(**core, params=dict(data.get("params", {})), extra=extra, source=str(p))
 
 
+def read_scenario_text(p: Path) -> str:
+    """The text of a scenario file; a missing file, a folder, a device or binary data is a
+    :class:`ParameterError` naming the file and what it is.
+
+    >>> read_scenario_text(Path("/dev/null"))
+    Traceback (most recent call last):
+    privsim.errors.ParameterError: scenario file '/dev/null' is not a regular file (give a .toml file)
+    """
+    if not p.exists():
+        raise ParameterError(f"scenario file {str(p)!r} does not exist")
+    if p.is_dir():
+        raise ParameterError(f"scenario file {str(p)!r} is a folder (give a .toml file)")
+    if not p.is_file():
+        raise ParameterError(f"scenario file {str(p)!r} is not a regular file (give a .toml file)")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ParameterError(f"scenario file {str(p)!r} is not UTF-8 text (give a .toml file)") from None
+    except OSError as exc:
+        raise ParameterError(f"scenario file {str(p)!r} cannot be read: {exc.strerror}") from None
+
+
+def _read_toml(p: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(read_scenario_text(p))
+    except tomllib.TOMLDecodeError as exc:
+        raise ParameterError(f"{p}: not valid TOML: {exc}") from None
+
+
 def parse_params(items: list[str] | None) -> dict[str, str]:
     """Parse ``K=V`` strings from ``--param``.
 
@@ -111,6 +135,9 @@ def parse_params(items: list[str] | None) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ParameterError(f"--param must look like KEY=VALUE (got {item!r})")
+        if key.strip() in out:
+            raise ParameterError(f"--param {key.strip()} given twice ({key.strip()}={out[key.strip()]}, "
+                                 f"{item.strip()}); give each parameter once")
         out[key.strip()] = value.strip()
     return out
 
@@ -130,10 +157,15 @@ def make_inputs(protocol: Protocol, spec: Any, n: int, seed: int | None) -> np.n
         raise ParameterError(f"n must be >= 1 (got {n})")
     if spec is None:
         return protocol.default_inputs(n)
+    if isinstance(spec, str) and spec.strip().startswith("["):  # --inputs '[0,1,1]': a JSON list
+        spec = _json_list(spec)
     if isinstance(spec, list):
-        arr = np.asarray(spec)
-        if arr.shape[0] != n:
-            raise InputError(f"inputs: {arr.shape[0]} values given but n = {n}")
+        try:
+            arr = np.asarray(spec)
+        except ValueError:
+            raise InputError("inputs: the list is ragged (every party's input must have one shape)") from None
+        if arr.ndim == 0 or arr.shape[0] != n:
+            raise InputError(f"inputs: {arr.shape[0] if arr.ndim else 0} values given but n = {n}")
         return arr
     kind, _, arg = str(spec).partition(":")
     idx = np.arange(n)
@@ -161,4 +193,16 @@ def make_inputs(protocol: Protocol, spec: Any, n: int, seed: int | None) -> np.n
         raise InputError(f"inputs: bad argument in {spec!r} (count:K with 0 <= K <= n, bernoulli:P with "
                          "0 <= P <= 1)") from None
     raise InputError(f"inputs: unknown spec {spec!r} (allowed: zeros, ones, half, alternating, count:K, "
-                     "bernoulli:P, or a list)")
+                     "bernoulli:P, or a list of n values such as [0,1,1])")
+
+
+def _json_list(text: str) -> list:
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, list):
+        raise InputError(f"inputs: {text!r} is not a list of numbers such as [0,1,1]")
+    return value

@@ -21,8 +21,36 @@ from privsim.parties.rng import StreamSeeder, block_range
 from privsim.protocols.base import Protocol
 from privsim.views import View
 
-__all__ = ["RunSummary", "SimulationResult", "batch_plan", "prepare_inputs", "resolve_seed", "run_trials", "simulate",
+__all__ = ["RunSummary", "SimulationResult", "batch_plan", "check_run_args", "prepare_inputs", "resolve_seed",
+           "run_trials", "simulate",
            "simulate_batches"]
+
+
+def check_run_args(trials: Any = 1, seed: Any = None, t: Any = None, name: str = "trials") -> int:
+    """Check the types of a run's ``trials``, ``seed`` and ``t``; returns ``trials`` as an int.
+
+    Integers only (numpy integers too): ``trials=2.5``, ``"3"`` or ``True`` would otherwise be
+    coerced silently (2.5 runs twice).
+
+    >>> check_run_args(3, seed=1, t=None)
+    3
+    >>> check_run_args(2.5)
+    Traceback (most recent call last):
+    privsim.errors.ParameterError: trials must be >= 1, an int (got 2.5)
+    """
+    def whole(value: Any) -> bool:
+        return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+    def shown(value: Any) -> str:
+        return repr(value.item() if isinstance(value, np.generic) else value)
+
+    if not whole(trials) or trials < 1:
+        raise ParameterError(f"{name} must be >= 1, an int (got {shown(trials)})")
+    if seed is not None and (not whole(seed) or seed < 0):
+        raise ParameterError(f"seed must be >= 0, an int or None (got {shown(seed)})")
+    if t is not None and not whole(t):
+        raise ParameterError(f"t must be an int or None (got {shown(t)})")
+    return int(trials)
 
 
 def resolve_seed(seed: int | None) -> int:
@@ -53,7 +81,10 @@ def prepare_inputs(protocol: Protocol, inputs: Any, trials: int, n: int | None =
         if n is None:
             raise ParameterError("n is required when no inputs are given")
         inputs = protocol.default_inputs(n)
-    arr = np.asarray(inputs)
+    try:
+        arr = np.asarray(inputs)
+    except ValueError as exc:  # ragged lists
+        raise InputError(f"inputs: not a rectangular array of numbers ({exc})") from None
     shape = protocol.input_shape()
     target = np.dtype(protocol.input_dtype)
     if arr.dtype.kind not in "biuf":
@@ -306,9 +337,7 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
     """
     if not isinstance(protocol, Protocol):
         raise ParameterError(f"protocol must be a Protocol instance (got {type(protocol).__name__})")
-    trials = int(trials)
-    if trials < 1:
-        raise ParameterError(f"trials must be >= 1 (got {trials})")
+    trials = check_run_args(trials, seed, t)
     if block_offset < 0:
         raise ParameterError(f"block_offset must be >= 0 (got {block_offset})")
     x = prepare_inputs(protocol, inputs, trials, n)
@@ -443,6 +472,7 @@ def simulate_batches(protocol: Protocol, inputs: Any = None, *, trials: int, see
     >>> [p.trials for p in parts]
     [1024, 1024, 952]
     """
+    check_run_args(trials, seed, t)
     entropy = resolve_seed(seed)
     x = prepare_inputs(protocol, inputs, 1, n)[0]
     for offset, size in batch_plan(trials, x.shape[0], batch_trials):
@@ -548,6 +578,7 @@ def run_trials(protocol: Protocol, inputs: Any = None, *, trials: int, seed: int
     """
     from privsim.executors import get_executor
 
+    trials = check_run_args(trials, seed, t)
     entropy = resolve_seed(seed)
     x = prepare_inputs(protocol, inputs, 1, n)[0]
     t_used = protocol.default_t(x.shape[0]) if t is None else int(t)

@@ -140,17 +140,29 @@ class View:
 
     def rows(self, trial: int = 0) -> list[tuple[int, int | str, int | str, Any]]:
         """The messages of one trial as ``(round, from, to, value)`` rows, for display."""
-        out = []
-        for r, s, d, v in self.messages:
-            arr = np.asarray(v)
-            val = arr[trial] if (arr.ndim and arr.shape[0] == self.trials) else arr
-            out.append((r, s, d, val.tolist() if isinstance(val, np.ndarray) else val))
-        return out
+        return [(r, s, d, self.trial_value(v, trial)) for r, s, d, v in self.messages]
+
+    def trial_value(self, value: Any, trial: int) -> Any:
+        """One trial's part of a value with the trial axis (tuples part by part), as lists and numbers.
+
+        >>> import privsim
+        >>> from privsim.protocols import RandomizedResponse
+        >>> v = privsim.simulate(RandomizedResponse(), [0, 1], trials=2, seed=1).view("C")
+        >>> v.trial_value((np.array([1, 2]), 7), 1)
+        [2, 7]
+        """
+        if isinstance(value, (tuple, list)):
+            return [self.trial_value(e, trial) for e in value]
+        arr = np.asarray(value)
+        val = arr[trial] if (arr.ndim and arr.shape[0] == self.trials) else arr
+        return val.tolist()
 
     def to_dict(self, trials: int = 3) -> dict[str, Any]:
         """A JSON-ready summary of the first ``trials`` runs."""
 
         def pick(v: Any, i: int) -> Any:
+            if isinstance(v, (tuple, list)):  # a tuple output (e.g. dist-alpha's): each part on its own
+                return [pick(e, i) for e in v]
             arr = np.asarray(v)
             val = arr[i] if (arr.ndim and arr.shape[0] == self.trials) else arr
             return val.tolist()

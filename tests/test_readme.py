@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
 
 
 def python_blocks():
@@ -52,7 +54,7 @@ def test_readme_commands_run_and_write_every_figure(tmp_path, capsys):
             k = args.index("--plot")
             written.add(args[k + 1])
             args[k + 1] = str(tmp_path / Path(args[k + 1]).name)
-        small = "4" if "headline" in " ".join(args) else ("4096" if args[0] in ("audit", "bounds") else "40")
+        small = "50" if "headline" in " ".join(args) else ("4096" if args[0] in ("audit", "bounds") else "40")
         if "--trials" in args:
             args[args.index("--trials") + 1] = small
         elif args[0] != "views":
@@ -62,3 +64,68 @@ def test_readme_commands_run_and_write_every_figure(tmp_path, capsys):
     assert promised <= written, f"figures the README shows but no command writes: {promised - written}"
     for name in promised:
         assert (tmp_path / Path(name).name).stat().st_size > 1000
+
+
+# ---------------------------------------------------------------------------------------
+# The numbers the tutorial quotes, checked within the precision it quotes them to (the
+# runs below are the quick ones; the 10^6-trial audits and the 2000-trial secure sum are not).
+
+
+def quoted(pattern: str) -> list[str]:
+    """The numbers ``pattern`` (a regex with groups) captures in the README; it must match."""
+    match = re.search(pattern, " ".join(README.read_text().split()))
+    assert match, f"the README no longer says: {pattern}"
+    return list(match.groups())
+
+
+def agrees(value: float, text: str) -> bool:
+    """``value`` printed to the decimals of ``text`` is ``text`` (half a unit either way)."""
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return abs(value - float(text)) <= 0.5 * 10**-decimals + 1e-12
+
+
+def cli_json(capsys, *args):
+    from privsim.cli import main
+
+    main([*map(str, args), "--json"])
+    return json.loads(capsys.readouterr().out)
+
+
+def test_section_1_numbers(capsys):
+    from privsim.protocols import RandomizedResponse
+
+    msgs, rounds, bits, std, theory = quoted(r"reports messages = (\d+), rounds = (\d+), bits = (\d+), and "
+                                             r"estimate_std = ([\d.]+) against the paper's [^=]+= ([\d.]+)")
+    d = cli_json(capsys, "run", ROOT / "scenarios" / "randomized_response.toml")
+    assert (d["messages"], d["rounds"], d["bits"]) == (int(msgs), int(rounds), int(bits))
+    assert agrees(d["estimate_std"], std)
+    assert agrees(RandomizedResponse(epsilon=1.0).variance(1000) ** 0.5, theory)
+
+
+def test_section_2_numbers():
+    from privsim.protocols import get_protocol
+
+    msgs, theory = quoted(r"messages = \(t\+1\)\(n-1\) \+ t = (\d+), and estimate_std = [\d.]+ against the exact "
+                          r"sqrt\(2 b\^2 n/\(n-t\)\) = ([\d.]+)")
+    proto = get_protocol("secure-sum", noise="laplace", epsilon=1.0)
+    assert proto.cached_schedule(1000, 10).messages == int(msgs)
+    assert agrees(proto.noise_variance(1000, 10) ** 0.5, theory)
+
+
+def test_section_6_number(capsys):
+    # A lower bound is quoted rounded down: the quoted digits are the bound's, truncated.
+    from privsim.analysis.plots import floor_text
+
+    (bound,) = quoted(r"here party 0 against party 1: epsilon >= ([\d.]+)")
+    d = cli_json(capsys, "bounds", "--protocol", "randomized-response-distributed", "--n", 8, "--t", 2, "--audit",
+                 "--trials", 100000)
+    assert (d["audit"]["coalition"], d["audit"]["neighbor"]) == (["0"], 1)
+    assert floor_text(d["audit"]["epsilon_lower"], len(bound.split(".")[1])) == bound
+
+
+def test_section_7_number():
+    from privsim.protocols import get_protocol
+
+    (theory,) = quoted(r"over 2000 trials against sqrt\(\(h\+1\)\(h\+2\)/\(8 rho\)\) = ([\d.]+)")
+    proto = get_protocol("continual-sum", T=1024, rho=0.5)
+    assert agrees(proto.variance ** 0.5, theory)

@@ -38,7 +38,7 @@ from privsim.executors import Channel, Executor, get_executor
 from privsim.network.schedule import CURATOR, PUBLIC_COALITION, parse_coalition, parse_party
 from privsim.privacy import Privacy, judge
 from privsim.protocols.base import Protocol, claim_for
-from privsim.simulate import batch_plan, prepare_inputs, resolve_seed, simulate
+from privsim.simulate import batch_plan, check_run_args, prepare_inputs, resolve_seed, simulate
 
 __all__ = ["AuditResult", "audit", "neighbouring_inputs", "plan_audit_batches", "sample_views"]
 
@@ -378,6 +378,7 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
         too few trials (fewer than :data:`MIN_ESTIMATE_TRIALS` would be left to estimate
         the event), a bad delta or confidence.
     """
+    check_run_args(trials, seed, t)
     x = prepare_inputs(protocol, inputs, 1, n)[0]
     n = x.shape[0]
     t = protocol.default_t(n) if t is None else int(t)
@@ -385,7 +386,7 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     members = parse_coalition(coalition, n, protocol.has_curator)
     if not members:
         raise ParameterError("coalition: give at least one party id (e.g. 0,1 or C)")
-    j = parse_party(str(neighbor), n, protocol.has_curator)
+    j = parse_party(str(neighbor), n, protocol.has_curator, field="neighbor")
     if j == CURATOR:
         raise ParameterError("neighbor: the curator has no input; pick a party 0..n-1")
     if j in members:

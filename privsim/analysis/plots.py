@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["plot_audit", "plot_estimates", "plot_series"]
+__all__ = ["floor_text", "lattice_bins", "plot_audit", "plot_estimates", "plot_series"]
 
 
 def _pyplot() -> Any:
@@ -18,31 +18,111 @@ def _pyplot() -> Any:
     return plt
 
 
-def plot_estimates(path: str, est: np.ndarray, truth: np.ndarray, title: str) -> None:
+def _save(fig: Any, path: str) -> None:
+    # Written next to the target, then renamed: an interrupted or failed save leaves no
+    # half-written figure (and no temporary file).
+    import os
+    import tempfile
+
+    folder, name = os.path.split(os.path.abspath(path))
+    from privsim.executors import TEMP_DIRS
+
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=os.path.splitext(path)[1])
+    os.close(fd)
+    TEMP_DIRS.add(tmp)
+    try:
+        fig.savefig(tmp, dpi=120)
+        os.replace(tmp, path)
+    finally:
+        TEMP_DIRS.discard(tmp)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def floor_text(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` decimals, rounded down (a lower bound is never rounded up).
+
+    >>> floor_text(0.69279), floor_text(6.2449, 2)
+    ('0.692', '6.24')
+    """
+    import math
+
+    if not math.isfinite(value):
+        return str(value)
+    scale = 10**digits
+    return f"{math.floor(value * scale) / scale:.{digits}f}"
+
+
+def lattice_bins(values: np.ndarray, max_bins: int = 120) -> np.ndarray | int:
+    """Histogram edges for values on a lattice a + k step (randomized response's estimates):
+    each bin holds the same number of lattice points, centred on them, so no bin is empty
+    or double by aliasing. Values not on a lattice get 60 equal bins.
+
+    >>> lattice_bins(np.array([0.0, 1.5, 3.0, 4.5])).tolist()
+    [-0.75, 0.75, 2.25, 3.75, 5.25]
+    >>> lattice_bins(np.array([0.0, 0.3, 1.0]))
+    60
+    """
+    v = np.unique(np.asarray(values, dtype=float))
+    v = v[np.isfinite(v)]
+    if v.size < 2:
+        return 60
+    gaps = np.diff(v)
+    step = float(gaps.min())
+    ratio = gaps / step
+    if step <= 0 or not np.allclose(ratio, np.round(ratio), rtol=0, atol=1e-6):
+        return 60
+    points = int(round((v[-1] - v[0]) / step)) + 1
+    per_bin = max(1, -(-points // max_bins))
+    width = per_bin * step
+    count = -(-points // per_bin)
+    return v[0] - step / 2 + width * np.arange(count + 1)
+
+
+def plot_estimates(path: str, est: np.ndarray, truth: np.ndarray, title: str,
+                   theory_sd: float | None = None) -> None:
     """Write a histogram of per-trial estimates with the true value and the mean estimate marked.
+
+    Estimates on a lattice (randomized response's (k - (1/2 - a) n)/(2a)) are binned on it
+    (:func:`lattice_bins`); with ``theory_sd``, the normal curve N(true value, theory_sd^2)
+    is drawn over it, scaled to trials per bin.
 
     >>> import tempfile, os
     >>> f = os.path.join(tempfile.mkdtemp(), "est.png")
-    >>> plot_estimates(f, np.array([1.0, 2.0, 3.0]), np.array([2.0]), "demo"); os.path.getsize(f) > 0
+    >>> plot_estimates(f, np.array([1.0, 2.0, 3.0]), np.array([2.0]), "demo", 1.0); os.path.getsize(f) > 0
     True
     """
     plt = _pyplot()
+    est = np.asarray(est, dtype=float)
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.hist(est, bins=60, color="#4c72b0", alpha=0.85)
-    ax.axvline(float(np.mean(truth)), color="#c44e52", lw=2, label="true value")
+    bins = lattice_bins(est)
+    counts, edges, _ = ax.hist(est, bins=bins, color="#4c72b0", alpha=0.85, label="estimates")
+    center = float(np.mean(truth))
+    if theory_sd is not None and theory_sd > 0:
+        from scipy.stats import norm
+
+        grid = np.linspace(min(edges[0], center - 4 * theory_sd), max(edges[-1], center + 4 * theory_sd), 400)
+        width = float(np.mean(np.diff(edges)))
+        ax.plot(grid, est.size * width * norm.pdf(grid, center, theory_sd), color="k", lw=1.5,
+                label=f"normal, sd {theory_sd:.4g} (theory)")
+    ax.axvline(center, color="#c44e52", lw=2, label="true value")
     ax.axvline(float(np.mean(est)), color="k", ls="--", lw=1, label="mean estimate")
     ax.set_xlabel("estimate")
-    ax.set_ylabel("trials")
+    ax.set_ylabel("trials per bin")
     ax.set_title(title)
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    _save(fig, path)
     plt.close(fig)
 
 
-def plot_audit(path: str, views_x: np.ndarray, views_xp: np.ndarray, event: Any, title: str) -> None:
+def plot_audit(path: str, views_x: np.ndarray, views_xp: np.ndarray, event: Any, title: str,
+               estimate: dict[str, Any] | None = None) -> None:
     """Write the audit's picture: the thresholded score under x and x' with the event's cut,
-    or, for a discrete event, how often the event happens under each input.
+    or, for a discrete event, how often the event happens under each input; with
+    ``estimate`` (``p_hat``, ``q_hat``, ``trials``, ``confidence``, ``epsilon_lower``), a
+    second panel shows the estimation sample's p-hat and q-hat with their Clopper–Pearson
+    intervals (each side at (1 - confidence)/2, the levels the bound uses).
 
     ``event`` is the audit's event object (``AuditResult.event_object``).
 
@@ -50,11 +130,13 @@ def plot_audit(path: str, views_x: np.ndarray, views_xp: np.ndarray, event: Any,
     >>> from privsim.analysis.audit_stats import ThresholdEvent
     >>> f = os.path.join(tempfile.mkdtemp(), "audit.png")
     >>> e = ThresholdEvent(0.5, ">=", column=0, name="y")
-    >>> plot_audit(f, np.array([[0.0], [1.0]]), np.array([[0.0], [0.2]]), e, "demo"); os.path.getsize(f) > 0
+    >>> est = {"p_hat": 0.7, "q_hat": 0.3, "trials": 1000, "confidence": 0.95, "epsilon_lower": 0.71}
+    >>> plot_audit(f, np.array([[0.0], [1.0]]), np.array([[0.0], [0.2]]), e, "demo", est); os.path.getsize(f) > 0
     True
     """
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, axes = plt.subplots(1, 2 if estimate else 1, figsize=(11 if estimate else 6.5, 4), squeeze=False)
+    ax = axes[0][0]
     values = getattr(event, "values", None)
     if values is not None:
         vx, vxp = values(views_x), values(views_xp)
@@ -64,18 +146,41 @@ def plot_audit(path: str, views_x: np.ndarray, views_xp: np.ndarray, event: Any,
         ax.hist(vxp, bins=bins, alpha=0.55, density=True, label="views under x'", color="#dd8452")
         ax.axvline(event.cut, color="k", lw=2, label=f"event: {event.describe()}")
         ax.set_xlabel(getattr(event, "name", "score"))
-        ax.set_ylabel("density")
+        ax.set_ylabel("density (a fresh sample)")
+        ax.legend(fontsize=8)
     else:
         px, pxp = event.contains(views_x).mean(), event.contains(views_xp).mean()
         ax.bar(["under x", "under x'"], [px, pxp], color=["#4c72b0", "#dd8452"])
         for i, p in enumerate((px, pxp)):
             ax.text(i, p, f"{p:.4f}", ha="center", va="bottom")
-        ax.set_ylabel(f"Pr[{event.describe()}]")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8) if values is not None else None
+        ax.set_ylabel(f"Pr[{event.describe()}] (a fresh sample)")
+    if estimate:
+        _estimate_panel(axes[0][1], estimate)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    _save(fig, path)
     plt.close(fig)
+
+
+def _estimate_panel(ax: Any, estimate: dict[str, Any]) -> None:
+    # p-hat, q-hat of the estimation sample with Clopper-Pearson intervals (Clopper & Pearson 1934).
+    from privsim.analysis.audit_stats import clopper_pearson
+
+    trials, alpha = int(estimate["trials"]), (1.0 - float(estimate["confidence"])) / 2
+    names = ("p-hat (numerator input)", "q-hat (denominator input)")
+    for i, key in enumerate(("p_hat", "q_hat")):
+        hat = float(estimate[key])
+        hits = int(round(hat * trials))
+        lo = float(clopper_pearson(hits, trials, alpha, "lower"))
+        hi = float(clopper_pearson(hits, trials, alpha, "upper"))
+        ax.errorbar([i], [hat], yerr=[[hat - lo], [hi - hat]], fmt="o", capsize=8,
+                    color=("#4c72b0", "#dd8452")[i])
+        ax.text(i + 0.08, hat, f"{hat:.4g}\n[{lo:.4g}, {hi:.4g}]", va="center", fontsize=8)
+    ax.set_xticks([0, 1], names, fontsize=8)
+    ax.set_xlim(-0.5, 1.8)
+    ax.set_ylabel("Pr[event] in the estimation sample")
+    ax.set_title(f"{trials} trials per input; {1 - 2 * alpha:.0%} intervals; "
+                 f"epsilon >= {floor_text(float(estimate['epsilon_lower']))}", fontsize=9)
 
 
 def plot_series(path: str, released: np.ndarray, exact: np.ndarray, error_std: np.ndarray,
@@ -108,5 +213,5 @@ def plot_series(path: str, released: np.ndarray, exact: np.ndarray, error_std: n
     right.legend()
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    _save(fig, path)
     plt.close(fig)

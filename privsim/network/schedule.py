@@ -50,8 +50,10 @@ def party_ids(n: int, curator: bool) -> list[int | str]:
     return [*range(n), CURATOR] if curator else list(range(n))
 
 
-def parse_party(text: str | int, n: int, curator: bool) -> int | str:
+def parse_party(text: str | int, n: int, curator: bool, field: str = "coalition") -> int | str:
     """Parse one party id (``"3"``, ``3`` or ``"C"``) and check that it exists.
+
+    Errors name ``field`` (the option the id came from).
 
     >>> parse_party("C", 4, curator=True)
     'C'
@@ -62,17 +64,17 @@ def parse_party(text: str | int, n: int, curator: bool) -> int | str:
         text = text.strip()
         if text.upper() == CURATOR:
             if not curator:
-                raise ParameterError("coalition: this protocol has no curator C; party ids are 0..n-1")
+                raise ParameterError(f"{field}: this protocol has no curator C; party ids are 0..n-1")
             return CURATOR
         try:
             value = int(text)
         except ValueError:
-            raise ParameterError(f"coalition: {text!r} is not a party id (allowed: 0..{n - 1}"
+            raise ParameterError(f"{field}: {text!r} is not a party id (allowed: 0..{n - 1}"
                                  + (" or C)" if curator else ")")) from None
     else:
         value = int(text)
     if not 0 <= value < n:
-        raise ParameterError(f"coalition: party {value} does not exist (allowed: 0..{n - 1}"
+        raise ParameterError(f"{field}: party {value} does not exist (allowed: 0..{n - 1}"
                              + (" or C)" if curator else ")"))
     return value
 

@@ -132,25 +132,36 @@ class Param:
         self.name = name
 
     def allowed(self) -> str:
-        """A short description of the allowed values, for error messages and help."""
+        """A short description of the allowed values, for error messages and help.
+
+        Integer bounds print as integers (large powers of two as ``2^k``), and a power of
+        two between bounds as an interval.
+
+        >>> Param(64, type=int, ge=2, le=2**62, power_of_two=True).allowed()
+        'int, a power of two in [2, 2^62]'
+        >>> Param(1, type=int, ge=1, le=2**16).allowed()
+        'int >= 1 and <= 2^16'
+        """
         if self.choices is not None:
             return "one of " + ", ".join(map(str, self.choices))
-        parts = []
-        if self.gt is not None:
-            parts.append(f"> {self.gt:g}")
-        if self.ge is not None:
-            parts.append(f">= {self.ge:g}")
-        if self.lt is not None:
-            parts.append(f"< {self.lt:g}")
-        if self.le is not None:
-            parts.append(f"<= {self.le:g}")
         if self.power_of_two:
-            parts.append("a power of two")
+            lo = self.ge if self.ge is not None else (self.gt + 1 if self.gt is not None else 1)
+            hi = self.le if self.le is not None else (self.lt - 1 if self.lt is not None else None)
+            where = f" in [{_bound_text(lo, True)}, {_bound_text(hi, True)}]" if hi is not None else \
+                f" >= {_bound_text(lo, True)}"
+            return f"{self.type.__name__}, a power of two{where}"
+        whole = self.type is int
+        parts = [f"{sym} {_bound_text(bound, whole)}" for bound, sym in
+                 ((self.gt, ">"), (self.ge, ">="), (self.lt, "<"), (self.le, "<=")) if bound is not None]
         return f"{self.type.__name__} " + " and ".join(parts) if parts else f"any {self.type.__name__}"
 
     def convert(self, value: Any) -> Any:
         """Convert and check ``value``; raises :class:`ParameterError` naming the field."""
         name = self.name
+        if isinstance(value, np.generic):
+            value = value.item()  # messages show 2, not np.int64(2)
+        if self.type in (int, float) and isinstance(value, bool):
+            raise ParameterError(f"{name} must be {self.allowed()} (got {value!r}, a bool)")
         try:
             if self.type is bool and isinstance(value, str):
                 low = value.strip().lower()
@@ -173,15 +184,34 @@ class Param:
         if self.type in (int, float):
             if isinstance(value, float) and not math.isfinite(value):
                 raise ParameterError(f"{name} must be finite (got {value})")
+            self._check_power_range(value)
             for op, bound, sym in ((lambda a, b: a > b, self.gt, ">"), (lambda a, b: a >= b, self.ge, ">="),
                                    (lambda a, b: a < b, self.lt, "<"), (lambda a, b: a <= b, self.le, "<=")):
                 if bound is not None and not op(value, bound):
-                    raise ParameterError(f"{name} must be {sym} {bound:g} (got {value!r})")
+                    raise ParameterError(f"{name} must be {sym} {_bound_text(bound, self.type is int)} "
+                                         f"(got {value!r})")
             if self.power_of_two and (value < 1 or int(value) & (int(value) - 1)):
                 raise ParameterError(f"{name} must be a power of two (got {value!r})")
         if self.choices is not None and value not in self.choices:
             raise ParameterError(f"{name} must be one of {', '.join(map(str, self.choices))} (got {value!r})")
         return value
+
+    def _check_power_range(self, value: Any) -> None:
+        # A power of two between two bounds (a horizon T): one message listing them.
+        if not (self.power_of_two and self.ge is not None and self.le is not None):
+            return
+        lo, hi = int(self.ge), int(self.le)
+        if not (lo <= value <= hi and float(value).is_integer() and int(value) & (int(value) - 1) == 0):
+            raise ParameterError(f"{self.name} must be a power of two in {lo}, {2 * lo}, {4 * lo}, ..., {hi} "
+                                 f"(got {value!r})")
+
+
+def _bound_text(bound: float, whole: bool) -> str:
+    # Integers as integers; powers of two from 2^10 on as 2^k (2^62, not 4.61169e+18).
+    if whole or float(bound).is_integer() and abs(bound) < 1e6:
+        k = int(bound)
+        return f"2^{k.bit_length() - 1}" if k >= 1024 and k & (k - 1) == 0 else str(k)
+    return f"{bound:g}"
 
 
 class Protocol:

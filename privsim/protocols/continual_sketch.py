@@ -73,7 +73,7 @@ from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import TRIAL_BLOCK
 from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
-from privsim.protocols.continual_sum import check_horizon, check_stream_inputs, stream_rho
+from privsim.protocols.continual_sum import MAX_T, check_horizon, check_stream_inputs, stream_rho
 
 __all__ = ["ContinualRange", "ContinualJoin"]
 
@@ -87,7 +87,7 @@ class _SketchStream(Protocol):
     input_values = None
     input_dtype = np.int64
 
-    T = Param(16, type=int, doc="time steps = rounds, a power of two in [2, 2**16]")
+    T = Param(16, type=int, ge=2, le=MAX_T, power_of_two=True, doc="time steps = rounds, a power of two in [2, 2**16]")
     rho = Param(1.0, gt=0, doc="zCDP parameter of the released series (event level: one update)")
     delta = Param(1e-6, gt=0, lt=1, doc="delta of the (epsilon, delta) form of the rho-zCDP claims")
 

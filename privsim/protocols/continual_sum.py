@@ -318,7 +318,7 @@ class ContinualSum(Protocol):
     input_values = (0, 1)  # domain="bits"; set per instance in validate()
     input_dtype = np.float64
 
-    T = Param(64, type=int, doc="time steps = rounds, a power of two in [2, 2**16]")
+    T = Param(64, type=int, ge=2, le=MAX_T, power_of_two=True, doc="time steps = rounds, a power of two in [2, 2**16]")
     rho = Param(1.0, gt=0, doc="zCDP parameter of the released series, for the chosen level")
     level = Param("event", type=str, choices=["event", "party"],
                   doc="neighbours: one update (event, the paper's) or one party's whole stream (party)")

@@ -34,7 +34,20 @@ from privsim.network.schedule import Schedule
 from privsim.parties.context import PartyContext
 from privsim.protocols.base import Param, Privacy, Protocol
 
-__all__ = ["GapThreshold"]
+__all__ = ["GapThreshold", "sum_protocols"]
+
+
+def sum_protocols(registry: Any) -> list[str]:
+    """The registered protocols that estimate SUM(x) of one number per party: those that keep
+    the base class's ``true_value`` (the sum), ``input_shape`` (a scalar) and ``series``
+    (one release), other than gap-threshold itself. Streams and window statistics are not SUMs.
+
+    >>> from privsim.protocols import REGISTRY
+    >>> "secure-sum" in sum_protocols(REGISTRY), "continual-sum" in sum_protocols(REGISTRY)
+    (True, False)
+    """
+    return sorted(k for k, cls in registry.items() if k != GapThreshold.name and cls.true_value is Protocol.true_value
+                  and cls.input_shape is Protocol.input_shape and cls.series is Protocol.series)
 
 
 class GapThreshold(Protocol):
@@ -66,7 +79,7 @@ class GapThreshold(Protocol):
 
         own = {k: v for k, v in params.items() if k in type(self).params}
         super().__init__(**own)
-        bases = sorted(k for k in REGISTRY if k != self.name)
+        bases = sum_protocols(REGISTRY)
         if self.base not in bases:
             raise ParameterError(f"base must be a registered SUM protocol (allowed: {', '.join(bases)}; "
                                  f"got {self.base!r})")

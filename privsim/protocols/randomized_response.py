@@ -22,12 +22,14 @@ __all__ = ["RandomizedResponse", "RandomizedResponseDistributed"]
 
 
 class _RRMath(Protocol):
-    epsilon = Param(1.0, gt=0, doc="privacy parameter eps of each party's message")
+    # At most 1e15: the flip probability 1/(2 + eps) must stay well above the resolution
+    # 2^-53 of rng.random(), or flips never happen and the simulated loss is infinite.
+    epsilon = Param(1.0, gt=0, le=1e15, doc="privacy parameter eps of each party's message")
 
     @property
     def a(self) -> float:
         """The bias a = eps/(4 + 2 eps): a party keeps its bit with probability 1/2 + a."""
-        return self.epsilon / (4 + 2 * self.epsilon)
+        return 1.0 / (4.0 / self.epsilon + 2.0)  # = eps/(4 + 2 eps), without inf/inf at eps near 1e308
 
     def flip(self, ctx: PartyContext) -> np.ndarray:
         """flip_a(x) for every trial: x with probability 1/2 + a, else 1 - x (booleans)."""

@@ -315,6 +315,8 @@ class DistributedNoiseSum(IntegerInputs):
         value_bound = n * self.max_input * self.scale
         noise_bound = self.noise_bound(n, t)
         if self.modulus == 0:
+            if value_bound + noise_bound >= MAX_MODULUS // 2:
+                raise ParameterError(self._too_much_noise(n, value_bound, noise_bound))
             return choose_modulus(value_bound, noise_bound)
         need = 2 * (value_bound + math.ceil(noise_bound))
         if self.modulus <= need:
@@ -323,6 +325,18 @@ class DistributedNoiseSum(IntegerInputs):
                 f"modulus must be > {need} = 2 * (n max_input{units} + noise bound) = 2 * ({value_bound} + "
                 f"{math.ceil(noise_bound)}) so that the sum cannot wrap (got {self.modulus})")
         return self.modulus
+
+    def _too_much_noise(self, n: int, value_bound: int, noise_bound: float) -> str:
+        # The noise bound scales as 1/epsilon (Laplace), 1/sqrt(rho) (Gaussian): name the
+        # parameter that sets it and about how far it may go, not the 300-digit total.
+        room = MAX_MODULUS // 2 - value_bound
+        share = noise_bound / max(room, 1)
+        if self.noise == "gaussian" and self.rho > 0:
+            name, value, least = "rho", self.rho, self.rho * share**2
+        else:
+            name, value, least = "epsilon", self.epsilon, self.epsilon * share
+        return (f"{name} = {value:.3g} is too small for n = {n}: its noise cannot be shared mod q <= 2^62 "
+                f"(allowed: {name} >= about {least:.3g}, or fewer digits)")
 
     def check_setting(self, n: int, t: int) -> None:
         super().check_setting(n, t)

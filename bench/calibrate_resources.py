@@ -1,0 +1,64 @@
+"""Measure the peak memory and time of a few runs and audits, against privsim.resources' estimates.
+
+Each case runs in a fresh interpreter (peak RSS is per process): ``python bench/calibrate_resources.py``
+prints one line per case: measured seconds and MiB, estimated seconds and MiB, and the ratios.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+CASES = [
+    ("run", "randomized-response", 1000, None, 2000, {}),
+    ("run", "randomized-response", 10_000, None, 1000, {}),
+    ("run", "randomized-response", 100_000, None, 100, {}),
+    ("run", "randomized-response", 100, None, 1_000_000, {}),
+    ("run", "secure-sum", 100, 10, 2000, {}),
+    ("run", "secure-sum", 1000, 10, 200, {}),
+    ("run", "ck-sum", 1000, 5, 200, {}),
+    ("run", "continual-sum", 100, None, 200, {"T": 64}),
+    ("audit", "randomized-response", 4, None, 100_000, {}),
+    ("audit", "secure-sum", 16, 3, 200_000, {}),
+]
+
+CHILD = r"""
+import json, resource, sys, time
+from privsim.protocols import get_protocol
+from privsim.resources import estimate_run
+kind, name, n, t, trials, params = json.loads(sys.argv[1])
+proto = get_protocol(name, **params)
+coalition = ("C",) if proto.has_curator else tuple(range((t or 0) + 1))
+if kind == "audit":
+    from privsim.cli_support import _audit_plan
+    est = estimate_run(proto, n, t, trials, audit=_audit_plan(n, trials), coalition=coalition)
+else:
+    est = estimate_run(proto, n, t, trials)
+start = time.perf_counter()
+if kind == "run":
+    from privsim.simulate import run_trials
+    run_trials(proto, proto.default_inputs(n), trials=trials, seed=1, t=t)
+else:
+    from privsim.analysis.audit import audit
+    audit(proto, proto.default_inputs(n), coalition=",".join(map(str, coalition)), neighbor=n - 1, trials=trials,
+          seed=1, t=t)
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"seconds": seconds, "peak": peak, "est_seconds": est.seconds, "est_peak": est.memory}))
+"""
+
+
+def main() -> None:
+    for case in CASES:
+        out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(case)], capture_output=True, text=True,
+                             check=True).stdout
+        d = json.loads(out.strip().splitlines()[-1])
+        print(f"{case[0]:5} {case[1]:20} n={case[2]:<7} trials={case[4]:<8} "
+              f"time {d['seconds']:7.2f} s est {d['est_seconds']:7.2f} s ({d['est_seconds'] / d['seconds']:.2f}x)  "
+              f"peak {d['peak'] / 2**20:7.0f} MiB est {d['est_peak'] / 2**20:7.0f} MiB "
+              f"({d['est_peak'] / d['peak']:.2f}x)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,412 @@
+"""What every ``privsim`` command shares: checks before a run, progress, interruption, output.
+
+- :func:`check_plot_path`, :func:`check_executor_flags` and :func:`check_resources` refuse
+  bad input before any work (one line naming the field, exit 2);
+- :func:`progress_bar` draws a bar on stderr that counts trials or batches, with an ETA,
+  in 80 columns, and records how many batches are done for the interruption line;
+- :func:`interruptible` turns SIGINT and SIGTERM into :class:`Interrupted`: worker processes
+  are ended at once and the command prints ``interrupted after N of M batches`` and exits
+  with 130 (SIGINT) or 143 (SIGTERM);
+- :func:`print_json` prints strictly valid JSON (no bare NaN or Infinity);
+- :func:`protocols_table` and :func:`protocol_detail` format ``privsim protocols`` at 80 columns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from privsim.errors import ParameterError
+
+__all__ = ["PLOT_FORMATS", "WIDTH", "Interrupted", "WORK", "check_executor_flags", "check_plot_path",
+           "check_resources", "interruptible", "interrupted_line", "jsonable", "print_json", "progress_bar",
+           "protocol_detail", "protocols_table", "report_interruption", "value_text"]
+
+#: The width every table and bar fits in.
+WIDTH = 80
+#: The figure formats ``--plot`` writes.
+PLOT_FORMATS = (".png", ".pdf", ".svg")
+#: Batches done and planned by the running command (for the interruption line).
+WORK: dict[str, int] = {"done": 0, "total": 0}
+
+
+# ------------------------------------------------------------------ checks before a run
+def check_plot_path(path: Path | str | None) -> Path | None:
+    """Check a ``--plot`` target before the run: a file name ending in .png, .pdf or .svg, in
+    a folder that exists and is writable (tried by creating a file there).
+
+    >>> check_plot_path("x.foo")
+    Traceback (most recent call last):
+    privsim.errors.ParameterError: plot: 'x.foo' must end in .png, .pdf or .svg (got '.foo')
+    """
+    if path is None:
+        return None
+    text = str(path)
+    allowed = ", ".join(PLOT_FORMATS[:-1]) + " or " + PLOT_FORMATS[-1]
+    p = Path(text)
+    if not text.strip():
+        raise ParameterError(f"plot: give a file name ending in {allowed} (got '')")
+    if p.is_dir():
+        raise ParameterError(f"plot: {text!r} is a folder; give a file name ending in {allowed}")
+    if p.suffix.lower() not in PLOT_FORMATS:
+        raise ParameterError(f"plot: {text!r} must end in {allowed} (got {p.suffix or 'no extension'!r})")
+    folder = p.parent
+    if not folder.is_dir():
+        raise ParameterError(f"plot: folder {str(folder)!r} does not exist")
+    if p.exists() and (not p.is_file() or not os.access(p, os.W_OK)):
+        raise ParameterError(f"plot: {text!r} exists and cannot be overwritten")
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".privsim-check-", suffix=p.suffix):
+            pass
+    except OSError as exc:
+        raise ParameterError(f"plot: folder {str(folder)!r} is not writable ({exc.strerror})") from None
+    return p
+
+
+_SCHEDULER = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://[^:/\s]+:\d{1,5}$")
+
+
+def check_executor_flags(executor: str | None, scheduler: str | None, workers: int | None) -> None:
+    """Refuse executor flags that would be ignored or fail deep inside a run.
+
+    >>> check_executor_flags("local", None, 4)
+    Traceback (most recent call last):
+    privsim.errors.ParameterError: workers: only with --executor processes or dask (got --workers 4 with local)
+    """
+    from privsim.executors import EXECUTORS
+
+    kind = executor or "local"
+    if kind not in EXECUTORS:
+        raise ParameterError(f"executor must be one of {', '.join(EXECUTORS)} (got {kind!r})")
+    if workers is not None and workers < 1:
+        raise ParameterError(f"workers must be >= 1 (got {workers})")
+    if workers is not None and kind == "local":
+        raise ParameterError(f"workers: only with --executor processes or dask (got --workers {workers} with local)")
+    if scheduler is not None and kind != "dask":
+        raise ParameterError("scheduler: only with --executor dask")
+    if scheduler is not None and not _SCHEDULER.match(scheduler):
+        raise ParameterError(f"scheduler must look like tcp://HOST:PORT (got {scheduler!r})")
+
+
+def check_resources(protocol: Any, n: int, t: int | None, trials: int, *, executor: str | None,
+                    workers: int | None, max_memory: str | None, audit: bool = False,
+                    coalition: Any = None, warn: Callable[[str], None] | None = None) -> Any:
+    """Estimate a run's peak memory and time (:mod:`privsim.resources`) before it starts.
+
+    Refuses (:class:`~privsim.errors.ResourceError`) when the estimate exceeds the memory
+    available or ``max_memory``; calls ``warn`` with one line when it expects over a minute.
+    A bound from n and trials alone comes first, so a hopeless run is refused before its
+    schedule is built. Returns the :class:`~privsim.resources.Estimate`.
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> check_resources(RandomizedResponse(), 100, None, 1000, executor=None, workers=None, max_memory="4G").batches
+    1
+    >>> check_resources(RandomizedResponse(), 10**9, None, 10, executor=None, workers=None, max_memory="4G")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    privsim.errors.ResourceError: n, trials: this run needs about 4.9 TiB of memory (estimated), above the 4.0 GiB ...
+    """
+    from privsim import resources
+
+    limit = resources.parse_size(max_memory) if max_memory is not None else resources.available_memory()
+    w = resources.cpu_workers(executor, workers)
+    plan = _audit_plan(n, trials) if audit else None
+    resources.check_memory(resources.floor_estimate(n, trials, workers=w, audit=plan), limit,
+                           given=max_memory is not None)
+    est = resources.estimate_run(protocol, n, t, trials, workers=w, audit=plan, coalition=coalition)
+    resources.check_memory(est, limit, given=max_memory is not None)
+    if est.seconds > 60 and warn is not None:
+        warn(f"privsim: this will take about {resources.format_seconds(est.seconds)} (estimated; "
+             f"{resources.format_bytes(est.memory)} peak, {est.batches} batches); Ctrl-C stops it")
+    return est
+
+
+def _audit_plan(n: int, trials: int) -> Any:
+    # The audit's batches, and about how many trials per input choose the event (a fifth,
+    # at most MAX_SELECT_TRIALS, in whole batches): privsim.analysis.audit's split.
+    from privsim.analysis.audit import MAX_SELECT_TRIALS, plan_audit_batches
+    from privsim.resources import AuditPlan
+
+    plan = plan_audit_batches(trials, n)
+    size = plan[0][1]
+    return AuditPlan(batch_trials=size, batches=len(plan), select_trials=min(trials // 5, MAX_SELECT_TRIALS) + size)
+
+
+# ------------------------------------------------------------------ progress
+def _stderr_console(force: bool) -> Console:
+    width = min(WIDTH, Console(stderr=True).width)
+    return Console(stderr=True, width=width, force_terminal=True if force else None)
+
+
+@contextmanager
+def progress_bar(total: int, label: str, *, unit: str = "batches", batches: int | None = None,
+                 enabled: bool | None = None) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr: ``advance(amount, batches_done)`` after each piece of work.
+
+    ``total`` counts ``unit`` (trials or batches); ``batches`` is the number of batches
+    (for the interruption line; default ``total``). ``enabled``: ``None`` shows the bar on a
+    terminal once the work has taken over a second, ``True`` always (from the start),
+    ``False`` never. The bar fits in 80 columns, shows the time remaining and stays on
+    screen at 100% when the work is done.
+
+    >>> with progress_bar(3000, "demo", unit="trials", batches=2, enabled=False) as advance:
+    ...     advance(2048, 1)
+    ...     advance(952, 2)
+    >>> WORK
+    {'done': 2, 'total': 2}
+    """
+    WORK.update(done=0, total=batches if batches is not None else total)
+    show = sys.stderr.isatty() if enabled is None else enabled
+    delay = 1.0 if enabled is None else 0.0
+    state: dict[str, Any] = {"start": time.perf_counter(), "bar": None, "task": None, "done": 0}
+    text = label if len(label) <= 20 else label[:19] + "…"  # label, bar, %, N/M, unit, ETA: <= 80 columns
+
+    def advance(amount: int = 1, batches_done: int | None = None) -> None:
+        state["done"] += amount
+        WORK["done"] = batches_done if batches_done is not None else WORK["done"] + 1
+        if state["bar"] is None and show and time.perf_counter() - state["start"] >= delay:
+            bar = Progress(TextColumn(text), BarColumn(bar_width=16), TaskProgressColumn(), MofNCompleteColumn(),
+                           TextColumn(unit), TimeRemainingColumn(), console=_stderr_console(enabled is True),
+                           transient=False, expand=False)
+            bar.start()
+            state["bar"], state["task"] = bar, bar.add_task(text, total=total)
+        if state["bar"] is not None:
+            state["bar"].update(state["task"], completed=state["done"])
+
+    if show and delay == 0:
+        advance(0, 0)
+    try:
+        yield advance
+        if state["bar"] is not None:
+            state["bar"].update(state["task"], completed=total)
+    finally:
+        if state["bar"] is not None:
+            state["bar"].stop()
+
+
+# ------------------------------------------------------------------ interruption
+class Interrupted(BaseException):
+    """Raised in the main thread by SIGINT or SIGTERM (a BaseException: no ``except Exception`` stops it).
+
+    >>> Interrupted(2).signum, issubclass(Interrupted, Exception)
+    (2, False)
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+_CAUGHT: list[int] = []
+
+
+#: Seconds the command may take to unwind after a signal before it exits the hard way.
+UNWIND_SECONDS = 0.4
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    if _CAUGHT:  # a second signal while unwinding: already on the way out
+        return
+    _CAUGHT.append(signum)
+    from privsim.executors import end_workers
+
+    end_workers()  # at once: an executor's close() would otherwise wait for running batches
+    import threading
+
+    # Unwinding thousands of party tasks (trio cancels each) can take seconds on a busy
+    # machine: past UNWIND_SECONDS the watchdog cleans up and exits (without running the
+    # remaining finally blocks).
+    watchdog = threading.Timer(UNWIND_SECONDS, _exit_now, args=(signum,))
+    watchdog.daemon = True
+    watchdog.start()
+    _WATCHDOG[:] = [watchdog]
+    raise Interrupted(signum)
+
+
+_WATCHDOG: list[Any] = []
+_REPORTING = __import__("threading").Lock()  # the interruption line is printed once, by one path
+
+
+def report_interruption() -> None:
+    """Print the interruption line on stderr (once: the watchdog may be about to print it itself).
+
+    Example: ``report_interruption()`` prints ``interrupted after 3 of 10 batches``.
+    """
+    _REPORTING.acquire()  # if the watchdog holds it, it is exiting the process: wait for that
+    for timer in _WATCHDOG:
+        timer.cancel()
+    print(interrupted_line(), file=sys.stderr)
+    _REPORTING.release()
+
+
+def _exit_now(signum: int) -> None:
+    from privsim.executors import end_workers, remove_temp_dirs
+
+    if not _REPORTING.acquire(blocking=False):
+        return  # the command is printing the line itself
+    end_workers()
+    remove_temp_dirs()
+    try:
+        sys.stderr.write(interrupted_line() + "\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(128 + signum)
+
+
+@contextmanager
+def interruptible() -> Iterator[list[int]]:
+    """Within the block, SIGINT and SIGTERM raise :class:`Interrupted` (worker processes are
+    ended first); yields the list that holds the signal caught, if any. Handlers are
+    restored on exit. Only in the main thread (elsewhere signals cannot be handled).
+
+    Example (how :func:`privsim.cli.main` uses it)::
+
+        with interruptible() as caught:
+            try:
+                run_the_command()
+            except BaseException:
+                if not caught:
+                    raise
+                report_interruption()   # "interrupted after N of M batches"
+                sys.exit(128 + caught[0])
+    """
+    _CAUGHT.clear()
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield _CAUGHT
+        return
+    previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield _CAUGHT
+    finally:
+        for timer in _WATCHDOG:
+            timer.cancel()
+        _WATCHDOG.clear()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def interrupted_line() -> str:
+    """``interrupted after N of M batches`` for the running command.
+
+    >>> WORK.update(done=3, total=10); interrupted_line()
+    'interrupted after 3 of 10 batches'
+    """
+    return f"interrupted after {WORK['done']} of {max(WORK['total'], WORK['done'])} batches"
+
+
+# ------------------------------------------------------------------ output
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy types made plain and non-finite floats made ``None`` (JSON has neither).
+
+    >>> jsonable({"a": np.float64("nan"), "b": (np.int64(2), 1.5), "c": np.arange(2)})
+    {'a': None, 'b': [2, 1.5], 'c': [0, 1]}
+    """
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def print_json(data: Any) -> None:
+    """Print one strictly valid JSON object on stdout.
+
+    >>> print_json({"rmse": float("nan"), "n": np.int64(4)})
+    {"rmse": null, "n": 4}
+    """
+    print(json.dumps(jsonable(data), allow_nan=False))
+
+
+def value_text(v: Any) -> str:
+    """A table cell: integers (also integral floats) as integers, other floats with 6 digits.
+
+    >>> value_text(1234567.0), value_text(0.123456789), value_text(True)
+    ('1234567', '0.123457', 'True')
+    """
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float):
+        if v.is_integer() and abs(v) < 1e15:
+            return str(int(v))
+        return f"{v:.6g}"
+    return str(v)
+
+
+# ------------------------------------------------------------------ privsim protocols
+def _summary(cls: type) -> str:
+    doc = (cls.__doc__ or "").strip().split("\n\n")[0]
+    return " ".join(doc.split())
+
+
+def _default_text(p: Any) -> str:
+    return "required" if p.default is _required() else value_text(p.default) if p.default is not None else "auto"
+
+
+def _required() -> Any:
+    from privsim.protocols.base import REQUIRED
+
+    return REQUIRED
+
+
+def protocols_table(registry: Any) -> Table:
+    """``privsim protocols``: one row per protocol (name; what it is and its parameters), 80 columns.
+
+    ``registry`` maps names to protocol classes (e.g. :data:`privsim.protocols.REGISTRY`).
+
+    >>> from privsim.protocols import REGISTRY
+    >>> protocols_table({"randomized-response": REGISTRY["randomized-response"]}).row_count
+    1
+    """
+    table = Table(title="privsim protocols (privsim protocols NAME: one in detail)", width=WIDTH, show_lines=True)
+    table.add_column("protocol", no_wrap=True)
+    table.add_column("what it is; its parameters", ratio=1)
+    for name, cls in sorted(registry.items()):
+        table.add_row(name, f"{_summary(cls)}\nparameters: {', '.join(cls.params) or 'none'}")
+    return table
+
+
+def protocol_detail(name: str, cls: type) -> Table:
+    """``privsim protocols NAME``: every parameter with its allowed values, default and meaning.
+
+    >>> from privsim.protocols import REGISTRY
+    >>> protocol_detail("secure-sum", REGISTRY["secure-sum"]).row_count == len(REGISTRY["secure-sum"].params)
+    True
+    """
+    table = Table(title=f"{name}: {_summary(cls)}", width=WIDTH, title_justify="left", show_lines=True)
+    table.add_column("parameter", no_wrap=True)
+    table.add_column("allowed; default, then what it means", ratio=1)
+    for key, p in cls.params.items():  # type: ignore[attr-defined]
+        table.add_row(key, f"{p.allowed()}; default {_default_text(p)}\n{p.doc}")
+    if not cls.params:  # type: ignore[attr-defined]
+        table.add_row("-", "no parameters")
+    return table

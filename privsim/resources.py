@@ -1,0 +1,273 @@
+"""Peak memory and time of a run or an audit, estimated before it starts.
+
+The CLI refuses a run whose estimated peak memory exceeds the memory available (or
+``--max-memory``), and says on stderr when it expects a run to take over a minute. The
+model counts what a batch holds (:func:`privsim.simulate.batch_plan`): every party's trio
+task, context and random stream, the values of the busiest round's messages (one per
+trial each), the schedule itself, and every trial's estimate, which a run keeps. Time is
+per party-round (the task switches of the engine), per message and per message-trial
+value. The constants were fitted on the runs of ``bench/calibrate_resources.py`` on the
+2-core reference machine; the README says how close the estimates came.
+
+Before the schedule is built (which for n = 10^9 would itself take minutes and gigabytes)
+:func:`floor_estimate` bounds memory from n and trials alone, so that a hopeless run is
+refused at once.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from privsim.errors import ResourceError
+
+__all__ = ["AuditPlan", "Estimate", "available_memory", "check_memory", "cpu_workers", "estimate_run", "floor_estimate",
+           "format_bytes", "format_seconds", "parse_size"]
+
+#: An interpreter with numpy, trio, scipy and privsim imported (RSS).
+BASE_BYTES = 110 << 20
+#: Per party and batch: its trio task, PartyContext and random stream (README "Scale": about 4 KiB).
+PARTY_BYTES = 4300
+#: Per message of the declared schedule (its pairs in dicts and lists).
+SCHEDULE_BYTES = 600
+#: Per message in flight: its array object and inbox entry.
+MESSAGE_BYTES = 300
+#: Per message value and trial: the value (8 bytes), the sender's temporaries and the delivered copy.
+VALUE_BYTES = 16
+#: Per trial of a run: its estimate and true value, kept, concatenated, and the accuracy summary's temporaries.
+TRIAL_BYTES = 150
+#: Seconds per party and round (a task switch through the round barrier).
+PARTY_ROUND_SECONDS = 1e-5
+#: Seconds per message sent (outbox, schedule check, delivery).
+MESSAGE_SECONDS = 9e-5
+#: Seconds per message value and trial (random draws and arithmetic in numpy).
+VALUE_SECONDS = 7.4e-8
+#: Fixed seconds per batch (contexts, seeding, estimator).
+BATCH_SECONDS = 0.01
+#: Fixed seconds per run (the first trio run, lazy imports, the schedule).
+START_SECONDS = 0.25
+#: An audit also imports and runs its selection (scikit-learn, scipy): memory and time on top.
+AUDIT_BASE_BYTES = 40 << 20
+AUDIT_START_SECONDS = 0.5
+#: The recorded views of an audit batch (transcript, draws, the array) per feature value, as
+#: multiples of the 8 bytes of the array alone.
+AUDIT_VIEW_COPIES = 2
+#: An audit records views and builds arrays from them: slower per value than a run.
+AUDIT_VALUE_FACTOR = 5.0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The estimated peak memory (bytes) and time (seconds) of a run, and its batches.
+
+    >>> e = Estimate(memory=3 << 30, seconds=90.0, batches=4)
+    >>> e.describe()
+    'about 3.0 GiB of memory and 1.5 min (4 batches)'
+    """
+
+    memory: int
+    seconds: float
+    batches: int
+
+    def describe(self) -> str:
+        """One phrase for messages: memory, time and batches."""
+        return (f"about {format_bytes(self.memory)} of memory and {format_seconds(self.seconds)} "
+                f"({self.batches} batches)")
+
+
+def format_bytes(size: float) -> str:
+    """Bytes in binary units with one decimal.
+
+    >>> format_bytes(1536), format_bytes(7.5 * 2**40)
+    ('1.5 KiB', '7.5 TiB')
+    """
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_seconds(seconds: float) -> str:
+    """A duration for people: seconds, minutes, hours or days.
+
+    >>> format_seconds(12.3), format_seconds(5400), format_seconds(3 * 86400)
+    ('12 s', '1.5 h', '3.0 days')
+    """
+    for limit, unit, size in ((60, "s", 1), (3600, "min", 60), (86400, "h", 3600)):
+        if seconds < limit:
+            return f"{seconds:.0f} s" if unit == "s" else f"{seconds / size:.1f} {unit}"
+    return f"{seconds / 86400:.1f} days"
+
+
+def parse_size(text: str) -> int:
+    """A memory size such as ``512M``, ``6G``, ``6GiB`` or ``1000000`` (bytes), as bytes.
+
+    >>> parse_size("6G"), parse_size("512MiB"), parse_size("1000")
+    (6442450944, 536870912, 1000)
+    >>> parse_size("lots")
+    Traceback (most recent call last):
+    privsim.errors.ResourceError: max-memory must be a size like 512M, 6G or 1T (got 'lots')
+    """
+    raw = str(text).strip().upper().removesuffix("IB").removesuffix("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(raw[-1:], 1)
+    number = raw[:-1] if scale > 1 else raw
+    try:
+        value = float(number)
+    except ValueError:
+        raise ResourceError(f"max-memory must be a size like 512M, 6G or 1T (got {text!r})") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ResourceError(f"max-memory must be a size > 0 like 512M, 6G or 1T (got {text!r})")
+    return int(value * scale)
+
+
+def _cgroup_room() -> int | None:
+    # cgroup v2 (containers, systemd slices): the limit minus what the group already uses.
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            limit = fh.read().strip()
+        if limit == "max":
+            return None
+        with open("/sys/fs/cgroup/memory.current") as fh:
+            used = int(fh.read().strip())
+        return max(0, int(limit) - used)
+    except (OSError, ValueError):
+        return None
+
+
+def available_memory() -> int | None:
+    """The memory a run may use: the least of MemAvailable, the cgroup's room and RLIMIT_AS
+    (``None`` when none of them can be read).
+
+    >>> m = available_memory(); m is None or m > 0
+    True
+    """
+    limits: list[int] = []
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    limits.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    room = _cgroup_room()
+    if room is not None:
+        limits.append(room)
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft not in (resource.RLIM_INFINITY, -1):
+        limits.append(int(soft))
+    return min(limits) if limits else None
+
+
+@dataclass(frozen=True)
+class AuditPlan:
+    """How an audit splits its trials, per input (from :func:`privsim.analysis.audit.plan_audit_batches`):
+    trials per batch, batches, and the trials that choose the event (held in memory).
+
+    >>> AuditPlan(batch_trials=32768, batches=31, select_trials=131072).batches
+    31
+    """
+
+    batch_trials: int
+    batches: int
+    select_trials: int
+
+
+def _batch_trials(n: int, trials: int, audit: AuditPlan | None) -> tuple[int, int]:
+    # (trials per batch, batches) as privsim.simulate.batch_plan (or the audit's plan) splits them.
+    from privsim.parties.rng import TRIAL_BLOCK
+    from privsim.simulate import BATCH_PARTY_TRIALS
+
+    if audit is not None:
+        return audit.batch_trials, audit.batches
+    size = max(TRIAL_BLOCK, BATCH_PARTY_TRIALS // max(n, 1)) // TRIAL_BLOCK * TRIAL_BLOCK
+    size = min(size, max(trials, 1))
+    return size, -(-trials // size)
+
+
+def floor_estimate(n: int, trials: int, *, workers: int = 1, audit: AuditPlan | None = None) -> Estimate:
+    """A lower bound from n and trials alone (one message per party, one round), cheap for any n.
+
+    >>> floor_estimate(10**9, 10).memory > 2**40   # four TiB of party tasks alone
+    True
+    """
+    size, batches = _batch_trials(n, trials, audit)
+    return _estimate(n + 1, size, batches, trials, rounds=1, schedule_messages=n, peak_round=n,
+                     workers=workers, audit=audit, features=1)
+
+
+def estimate_run(protocol: Any, n: int, t: int | None, trials: int, *, workers: int = 1,
+                 audit: AuditPlan | None = None, coalition: Sequence[int | str] | None = None) -> Estimate:
+    """Peak memory and time of ``run_trials`` (or, given the audit's plan, of an audit of ``coalition``).
+
+    Builds the protocol's schedule (cached on the protocol); call :func:`floor_estimate`
+    first when n may be huge.
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> e = estimate_run(RandomizedResponse(), 1000, None, 2000)
+    >>> e.batches, 100 << 20 < e.memory < 1 << 30, e.seconds < 10
+    (1, True, True)
+    """
+    t = protocol.default_t(n) if t is None else int(t)
+    schedule = protocol.cached_schedule(n, t)
+    per_round = schedule.messages_per_round() or [0]
+    size, batches = _batch_trials(n, trials, audit)
+    features = 1
+    if audit is not None:
+        members = set(coalition or ())
+        features = 1 + sum(1 for _, s, d in schedule.triples() if s in members or d in members)
+    return _estimate(n + int(protocol.has_curator), size, batches, trials, rounds=max(schedule.rounds, 1),
+                     schedule_messages=schedule.messages, peak_round=max(per_round), workers=workers, audit=audit,
+                     features=features)
+
+
+def _estimate(ids: int, size: int, batches: int, trials: int, *, rounds: int, schedule_messages: int,
+              peak_round: int, workers: int, audit: AuditPlan | None, features: int) -> Estimate:
+    sims = batches * (2 if audit is not None else 1)  # an audit simulates every batch under x and x'
+    workers = max(1, min(workers, sims))
+    batch = ids * PARTY_BYTES + peak_round * (MESSAGE_BYTES + size * VALUE_BYTES)
+    memory = BASE_BYTES + schedule_messages * SCHEDULE_BYTES
+    if audit is not None:
+        # The recorded views of a batch, and the selection sample (both inputs) with one copy.
+        batch += AUDIT_VIEW_COPIES * features * size * 8
+        memory += AUDIT_BASE_BYTES + AUDIT_VIEW_COPIES * 2 * (audit.select_trials + size) * features * 8
+    else:
+        memory += trials * TRIAL_BYTES
+    # Worker processes each hold an interpreter and one batch; the local executor one batch.
+    memory += batch if workers == 1 else workers * (BASE_BYTES + batch)
+    value_seconds = VALUE_SECONDS * (AUDIT_VALUE_FACTOR if audit is not None else 1.0)
+    per_batch = (BATCH_SECONDS + ids * rounds * PARTY_ROUND_SECONDS + schedule_messages * MESSAGE_SECONDS
+                 + schedule_messages * size * value_seconds)
+    start = START_SECONDS + (AUDIT_START_SECONDS if audit is not None else 0.0)
+    return Estimate(memory=int(memory), seconds=float(start + per_batch * sims / workers), batches=sims)
+
+
+def check_memory(estimate: Estimate, limit: int | None, *, given: bool = False) -> None:
+    """Refuse (:class:`~privsim.errors.ResourceError`) a run whose estimated peak exceeds ``limit``.
+
+    ``given``: the limit came from ``--max-memory`` (else from what the machine has free).
+
+    >>> check_memory(Estimate(2 << 30, 1.0, 1), 1 << 30)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    privsim.errors.ResourceError: n, trials: this run needs about 2.0 GiB of memory (estimated), above ...
+    """
+    if limit is None or estimate.memory <= limit:
+        return
+    where = "--max-memory" if given else "available"
+    raise ResourceError(f"n, trials: this run needs about {format_bytes(estimate.memory)} of memory (estimated), "
+                        f"above the {format_bytes(limit)} {where}; lower n or trials, or set --max-memory")
+
+
+def cpu_workers(executor: str | None, workers: int | None) -> int:
+    """How many batches run at once under ``executor`` (processes/dask: workers, one per core).
+
+    >>> cpu_workers("local", None), cpu_workers("processes", 3)
+    (1, 3)
+    """
+    if (executor or "local") == "local":
+        return 1
+    return int(workers or os.cpu_count() or 1)
