@@ -202,7 +202,8 @@ def run(
     transport: str = typer.Option("local", "--transport", help="local (parties are tasks of this process) or "
                                   "tcp (every party its own process, TCP on loopback; adds wire_bytes)."),
     timeout: float | None = typer.Option(None, "--timeout", help="With --transport tcp: seconds a party waits "
-                                         "for a scheduled message before naming the silent party [5]."),
+                                         "for a scheduled message before naming the silent party.",
+                                         show_default="5"),
     max_memory: str | None = _MAX_MEMORY,
     progress: bool | None = _PROGRESS,
 ) -> None:
@@ -254,7 +255,8 @@ def _transport(name: str, timeout: float | None) -> Any:
 def party(
     party_id: str = typer.Option(..., "--id", help="This party's id: 0..n-1, or C for the curator."),
     peers: Path = typer.Option(..., "--peers", help="The run's peers file (JSON; it holds the run's key)."),
-    result: Path | None = typer.Option(None, "--result", help="Write this party's report (binary, no pickle)."),
+    result: Path | None = typer.Option(None, "--result", help="Write this party's report (binary, no pickle).",
+                                       show_default="none"),
 ) -> None:
     """Run one party of a run over TCP, on any host: it connects to the peers the peers file names.
 
@@ -614,7 +616,7 @@ def new_protocol(
     name: str = typer.Argument(..., help="The protocol's name, e.g. relay-sum (writes relay_sum.py and "
                                "relay_sum.toml)."),
     folder: Path = typer.Option(Path("."), "--dir", help="Folder to write the two files into."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing files.", show_default="off"),
 ) -> None:
     """Write a commented, runnable protocol file and a scenario that runs it."""
     from privsim.protocols.template import write_template
