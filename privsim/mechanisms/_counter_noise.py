@@ -116,7 +116,7 @@ def sketch_scale(noise: str, T: int, rho: float, sensitivity2: float, calibratio
 
     Examples
     --------
-    >>> sketch_scale("tree", 16, 1.0, 3.0)     # 3 (4 + 2) / 8
+    >>> round(sketch_scale("tree", 16, 1.0, 3.0), 12)     # 3 (4 + 2) / 8
     2.25
     """
     check_sketch_noise(noise, calibration)
