@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privsim.errors import ParameterError
-from privsim.mechanisms._checks import integer
+from privsim.mechanisms._checks import integer, positive
 from privsim.mechanisms._seeding import SeedLike, as_generator
 from privsim.mechanisms.blt import optimize_blt
 from privsim.mechanisms.calibration import check_calibration, tree_sensitivity2
@@ -128,7 +128,7 @@ def sketch_stream_rho(noise: str, T: int, rho: float, change: float, calibration
 
     The party may move mass at most ``change`` per sketch row at every one of the T steps.
 
-    - tree: :func:`~privsim.protocols.continual_sum.stream_rho`, whose bound
+    - tree: the bound of :func:`~privsim.protocols.continual_sum.stream_rho`,
       ||R v||^2 <= change^2 Delta^2 T^2 / 2 is over the node variance: with
       ``calibration="exact"`` the node variance c_h Delta^2/(2 rho) is the paper's for
       rho' = rho (h + 2)/(4 c_h), so the claim is stream_rho(rho').
@@ -158,16 +158,16 @@ def sketch_stream_rho(noise: str, T: int, rho: float, change: float, calibration
     >>> sketch_stream_rho("tree", 64, 1.0, 1.0)        # stream_rho(1.0, 64)
     1024.0
     """
-    from privsim.protocols.continual_sum import stream_rho  # protocols import mechanisms, not back
-
     check_sketch_noise(noise, calibration)
+    change = positive("change", change, scalar=True)
     if noise == "blt":
         params = optimize_blt(T)
         return rho * change**2 * params.stream2(T) / params.sensitivity2(T)
+    h = tree_height(T, minimum=2)
     if calibration == "exact":
-        h = tree_height(T, minimum=2)
         rho = rho * (h + 2) / (4.0 * tree_sensitivity2(h))  # the paper's rho at the exact node variance
-    return stream_rho(rho, T, change=change)
+    # stream_rho's bound (mechanisms do not import protocols): ||R v||^2 / ||R e||^2 = (T^2/2) / ((h+2)/4)
+    return rho * change**2 * 2.0 * T * T / (h + 2)
 
 
 class TrialTree:
