@@ -21,6 +21,14 @@ that noise from :func:`counter_noise`, the one place where it is built:
 A read of a subset of counters from a :class:`TrialTree` draws all counters' noise at that
 step and returns the subset: the values read have the tree's joint law (marginals of a
 tree release at more steps), at O(counters) per step.
+
+``kind="blt"`` replaces the tree by buffered linear Toeplitz noise
+(:class:`~privsim.mechanisms.BLTNoise`, one lazy coordinate per counter of every trial,
+``k = (trials or 1) * cells``, reshaped per step): same interface, exact law, slower per
+value. :func:`sketch_scale` calibrates either kind to a sketch's rho (``calibration``
+chooses the tree's node variance, :mod:`privsim.mechanisms.calibration`) and
+:func:`sketch_stream_rho` gives the party-level rho of either (docs/architecture.md,
+"Claims and verdicts").
 """
 
 from __future__ import annotations
@@ -31,11 +39,135 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privsim.errors import ParameterError
-from privsim.mechanisms._checks import integer
+from privsim.mechanisms._checks import integer, positive
 from privsim.mechanisms._seeding import SeedLike, as_generator
+from privsim.mechanisms.blt import optimize_blt
+from privsim.mechanisms.calibration import check_calibration, tree_sensitivity2
+from privsim.mechanisms.continual import make_noise, noise_scale
+from privsim.mechanisms.noise_source import NoiseSource
 from privsim.mechanisms.tree import FastGaMe, tree_height
 
-__all__ = ["CounterNoise", "TrialTree", "counter_noise"]
+__all__ = ["SKETCH_NOISE_KINDS", "CounterNoise", "TrialTree", "check_sketch_noise", "counter_noise",
+           "sketch_scale", "sketch_stream_rho"]
+
+#: The noise sources the continual sketches take (their claims are zCDP: no Laplace tree).
+SKETCH_NOISE_KINDS: tuple[str, ...] = ("tree", "blt")
+
+
+def check_sketch_noise(noise: str, calibration: str = "paper") -> None:
+    """Refuse a noise source or calibration the continual sketches do not support.
+
+    Parameters
+    ----------
+    noise:
+        ``"tree"`` or ``"blt"``.
+    calibration:
+        ``"paper"`` or ``"exact"``; ``"exact"`` only with ``noise="tree"``.
+
+    Raises
+    ------
+    ParameterError
+        Naming the field, the value and what is allowed.
+
+    Examples
+    --------
+    >>> check_sketch_noise("blt", "exact")
+    Traceback (most recent call last):
+    ...
+    privsim.errors.ParameterError: calibration must be paper with noise=blt (got 'exact'); BLT's rho is always exact
+    """
+    if noise not in SKETCH_NOISE_KINDS:
+        raise ParameterError(f"noise must be one of {', '.join(SKETCH_NOISE_KINDS)} (got {noise!r}); "
+                             "the sketches' claims are zCDP, so laplace-tree is not offered")
+    check_calibration(calibration)
+    if noise == "blt" and calibration != "paper":
+        raise ParameterError(f"calibration must be paper with noise=blt (got {calibration!r}); "
+                             "BLT's rho is always exact")
+
+
+def sketch_scale(noise: str, T: int, rho: float, sensitivity2: float, calibration: str = "paper") -> float:
+    """The scale that makes a sketch's counters over T steps rho-zCDP for one update.
+
+    One update moves every counter it touches by at most 1 (squared l2 norm over the
+    counters <= ``sensitivity2``), so the tree over the counters is a tree with
+    Delta^2 = sensitivity2 (Theorems 4.3, 5.6) and BLT likewise (its rho is
+    Delta^2 sum c_i^2 / (2 s^2), :mod:`privsim.mechanisms.blt`).
+
+    Parameters
+    ----------
+    noise, calibration:
+        As for :func:`check_sketch_noise`.
+    T:
+        Time steps, a power of two >= 2.
+    rho:
+        Event-level zCDP target, > 0.
+    sensitivity2:
+        Squared l2 sensitivity of one update over all counters (rows, or rows L^d).
+
+    Returns
+    -------
+    float
+        The tree's node variance, or the variance of BLT's z.
+
+    Raises
+    ------
+    ParameterError
+        For a refused combination (:func:`check_sketch_noise`) or a bad T or rho.
+
+    Examples
+    --------
+    >>> round(sketch_scale("tree", 16, 1.0, 3.0), 12)     # 3 (4 + 2) / 8
+    2.25
+    """
+    check_sketch_noise(noise, calibration)
+    return noise_scale(noise, T, rho=rho, sensitivity=math.sqrt(sensitivity2), calibration=calibration)
+
+
+def sketch_stream_rho(noise: str, T: int, rho: float, change: float, calibration: str = "paper") -> float:
+    """zCDP of a sketch's releases towards one party's stream, for a source calibrated to ``rho``.
+
+    The party may move mass at most ``change`` per sketch row at every one of the T steps.
+
+    - tree: the bound of :func:`~privsim.protocols.continual_sum.stream_rho`,
+      ||R v||^2 <= change^2 Delta^2 T^2 / 2 is over the node variance: with
+      ``calibration="exact"`` the node variance c_h Delta^2/(2 rho) is the paper's for
+      rho' = rho (h + 2)/(4 c_h), so the claim is stream_rho(rho').
+    - blt: every entry of C is positive, so for the counters v_c of one row,
+      sum_c ||C v_c||^2 <= sum_c ||C |v_c| ||^2 <= ||C sum_c |v_c| ||^2 <= change^2 ||C 1||^2
+      (cross terms are >= 0, and 0 <= sum_c |v_c| <= change at every step); over the rows
+      this is change^2 stream2 / sensitivity2 times the event's divergence:
+      rho change^2 ||C 1||^2 / max_tau ||C e_tau||^2 (:mod:`privsim.mechanisms.blt`).
+
+    Parameters
+    ----------
+    noise, calibration:
+        As for :func:`check_sketch_noise`.
+    T:
+        Time steps of the mechanism, a power of two >= 2.
+    rho:
+        The event-level rho the source is calibrated to.
+    change:
+        Largest mass per row and step, in units of one update.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> sketch_stream_rho("tree", 64, 1.0, 1.0)        # stream_rho(1.0, 64)
+    1024.0
+    """
+    check_sketch_noise(noise, calibration)
+    change = positive("change", change, scalar=True)
+    if noise == "blt":
+        params = optimize_blt(T)
+        return rho * change**2 * params.stream2(T) / params.sensitivity2(T)
+    h = tree_height(T, minimum=2)
+    if calibration == "exact":
+        rho = rho * (h + 2) / (4.0 * tree_sensitivity2(h))  # the paper's rho at the exact node variance
+    # stream_rho's bound (mechanisms do not import protocols): ||R v||^2 / ||R e||^2 = (T^2/2) / ((h+2)/4)
+    return rho * change**2 * 2.0 * T * T / (h + 2)
 
 
 class TrialTree:
@@ -146,23 +278,49 @@ class TrialTree:
 
 
 class CounterNoise:
-    """The tree noise of ``cells`` counters per trial, read by flat counter index.
+    """The tree (or BLT) noise of ``cells`` counters per trial, read by flat counter index.
 
     Built by :func:`counter_noise`; :meth:`at` is all the mechanisms call.
     """
 
     def __init__(self, T: int, sigma2: float, cells: int, trials: int | None, sparse: bool,
-                 seed: SeedLike) -> None:
+                 seed: SeedLike, kind: str = "tree") -> None:
         self.trials = trials
         self.cells = cells
+        self.kind = kind
         if sparse and trials is not None:
             raise ParameterError("sparse: counters read at their own steps need one instance (trials=None)")
-        if sparse:
+        check_sketch_noise(kind)
+        self._blt: NoiseSource | None = None
+        if kind == "blt":  # one lazy coordinate per counter of every trial, trial-major
+            self._fast, self._tree = None, None
+            self._blt = make_noise("blt", T, sigma2, k=(1 if trials is None else trials) * cells, seed=seed)
+        elif sparse:
             self._fast: FastGaMe | None = FastGaMe(T, sigma2, k=cells, seed=seed)
             self._tree: TrialTree | None = None
         else:
             self._fast = None
             self._tree = TrialTree(T, sigma2, (1 if trials is None else trials, cells), seed=seed)
+        source = next(src for src in (self._blt, self._fast, self._tree) if src is not None)
+        self._source: NoiseSource | TrialTree = source
+
+    @property
+    def variance(self) -> float:
+        """The largest variance of a released counter: (h + 1) s^2 (tree), at t = T (BLT)."""
+        return self._source.variance
+
+    def variance_at(self, t: int) -> float:
+        """The variance of a counter released at step t (the same at every t for the tree).
+
+        Examples
+        --------
+        >>> noise = counter_noise(16, 1.0, 2, kind="blt")
+        >>> noise.variance_at(1), noise.variance_at(16) == noise.variance
+        (1.0, True)
+        """
+        if self._blt is not None:
+            return self._blt.variance_at(t)
+        return self.variance
 
     def at(self, t: int, cells: NDArray[np.intp] | None = None) -> NDArray[np.float64]:
         """Noise at step ``t``: shape ``(R, cells)`` for all counters, else shaped like ``cells``.
@@ -171,6 +329,8 @@ class CounterNoise:
         axis; repeats are one counter). Without a trial axis only the counters named are
         queried with ``sparse`` (FastGaMe, O(m)); otherwise every counter is (O(cells) per step).
         """
+        if self._blt is not None:
+            return self._blt_at(t, cells)
         if self._fast is not None:
             if cells is None:
                 return np.atleast_1d(np.asarray(self._fast.noise(t), dtype=np.float64))[None, :]
@@ -179,9 +339,17 @@ class CounterNoise:
         full = self._tree.noise(t)
         return full if cells is None else np.take_along_axis(full, cells, axis=1)
 
+    def _blt_at(self, t: int, cells: NDArray[np.intp] | None) -> NDArray[np.float64]:
+        assert self._blt is not None
+        R = 1 if self.trials is None else self.trials
+        if cells is None:
+            return np.asarray(self._blt.noise(t), dtype=np.float64).reshape(R, self.cells)
+        flat = cells + (np.arange(cells.shape[0], dtype=np.intp) * self.cells)[:, None]  # trial-major
+        return np.asarray(self._blt.noise(t, flat.reshape(-1)), dtype=np.float64).reshape(cells.shape)
+
 
 def counter_noise(T: int, sigma2: float, cells: int, *, trials: int | None = None, sparse: bool = False,
-                  seed: SeedLike = None) -> CounterNoise:
+                  seed: SeedLike = None, kind: str = "tree") -> CounterNoise:
     """The binary-tree noise of the counters of ``trials`` continual sketches (or one).
 
     The one place the continual sketches build their noise.
@@ -191,7 +359,7 @@ def counter_noise(T: int, sigma2: float, cells: int, *, trials: int | None = Non
     T:
         Number of time steps, a power of two.
     sigma2:
-        Node variance s^2 (e.g. :func:`~privsim.mechanisms.continual.continual_sigma2`).
+        Node variance s^2 (tree) or the variance of z (BLT), e.g. :func:`sketch_scale`.
     cells:
         Counters per sketch.
     trials:
@@ -199,8 +367,11 @@ def counter_noise(T: int, sigma2: float, cells: int, *, trials: int | None = Non
     sparse:
         One sketch whose reads name a few counters, each counter at its own steps
         (FastGaMe); otherwise (the default) each read step reads every counter (TrialTree).
+        Ignored for BLT, which is lazy per counter either way.
     seed:
         None, an int >= 0, a SeedSequence or a Generator.
+    kind:
+        ``"tree"`` (the default) or ``"blt"``.
 
     Returns
     -------
@@ -212,4 +383,4 @@ def counter_noise(T: int, sigma2: float, cells: int, *, trials: int | None = Non
     >>> one.at(2, np.array([[3, 1]])).shape, counter_noise(16, 1.0, 4, trials=5, seed=0).at(2).shape
     ((1, 2), (5, 4))
     """
-    return CounterNoise(T, sigma2, cells, trials, sparse, seed)
+    return CounterNoise(T, sigma2, cells, trials, sparse, seed, kind)

@@ -47,16 +47,13 @@ and read; docs/architecture.md, "Trials and seeds", for how the protocols seed i
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms import _checks
-from privsim.mechanisms._counter_noise import counter_noise
+from privsim.mechanisms._counter_noise import counter_noise, sketch_scale
 from privsim.mechanisms._seeding import SeedLike
-from privsim.mechanisms.continual import continual_sigma2
 from privsim.mechanisms.hashing import _spawn_seeds
 from privsim.mechanisms.sketch import SketchHashes, _keys_and_deltas, _scatter_add, _trial_count
 from privsim.mechanisms.tree import tree_height
@@ -97,11 +94,20 @@ class JoinSizeEstimator:
     trials:
         None for one estimator, or R >= 1 independent estimators run at once (keys,
         deltas and answers get a leading axis of length R).
+    noise:
+        The counters' noise source: ``"tree"`` (the default, Theorem 5.6) or ``"blt"``
+        (buffered linear Toeplitz noise, :mod:`privsim.mechanisms.blt`, its rho computed
+        exactly; slower per counter read). Either is calibrated to ``rho``.
+    calibration:
+        The tree's node variance: ``"paper"`` (the default, k (log2 T + 2)/(8 rho), the
+        outputs of earlier versions for a seed) or ``"exact"`` (the same rho exactly, less
+        noise, :mod:`privsim.mechanisms.calibration`); BLT takes only ``"paper"``.
 
     Raises
     ------
     ParameterError
-        If a parameter is out of range (e.g. an even number of rows).
+        If a parameter is out of range (e.g. an even number of rows), or for
+        ``noise="laplace-tree"`` or ``noise="blt"`` with ``calibration="exact"``.
 
     Examples
     --------
@@ -110,7 +116,7 @@ class JoinSizeEstimator:
     >>> js.update("S", [1, 2, 2, 3])       # step 2: S = {1, 2, 2, 3}
     >>> js.t, round(js.estimate())         # 2*1 + 1*2
     (2, 4)
-    >>> math.isclose(js.sigma2_node, 3 * (4 + 2) / (8 * 1e6))  # k (log2 T + 2) / (8 rho)
+    >>> abs(js.sigma2_node - 3 * (4 + 2) / (8 * 1e6)) < 1e-15  # k (log2 T + 2) / (8 rho)
     True
     >>> many = JoinSizeEstimator(T=4, rows=3, width=64, rho=1e6, seed=1, trials=2)
     >>> many.update("R", [[5], [6]]); many.update("S", [[5, 5], [5, 5]])
@@ -119,7 +125,8 @@ class JoinSizeEstimator:
     """
 
     def __init__(self, T: int, rows: int, width: int, rho: float, seed: SeedLike = None, *,
-                 refresh: str = "all", trials: int | None = None) -> None:
+                 refresh: str = "all", trials: int | None = None, noise: str = "tree",
+                 calibration: str = "paper") -> None:
         self._h = tree_height(T, minimum=2)  # (h + 2)/(8 rho) needs h >= 1
         self._T = 1 << self._h
         self._rows = _checks.integer("rows", rows, 1)
@@ -132,8 +139,9 @@ class JoinSizeEstimator:
         self._refresh = refresh
         self._trials = _trial_count(trials)
         R = 1 if self._trials is None else self._trials
-        # Theorem 5.6: sensitivity^2 = k, sigma_node^2 = k (log2 T + 2) / (8 rho).
-        self._sigma2_node = continual_sigma2(self._T, self._rho, math.sqrt(self._rows))
+        # Theorem 5.6: sensitivity^2 = k, sigma_node^2 = k (log2 T + 2) / (8 rho) (paper's tree).
+        self._kind, self._calibration = noise, calibration
+        self._sigma2_node = sketch_scale(noise, self._T, self._rho, self._rows, calibration)
         hash_seed, noise_seed = _spawn_seeds(seed, 2)
         hash_shape = self._rows if self._trials is None else (self._trials, self._rows)
         self._hashes = SketchHashes(hash_shape, self._width, hash_seed)
@@ -143,7 +151,7 @@ class JoinSizeEstimator:
         # every step that reads reads every counter of every trial (TrialTree).
         sparse = refresh == "touched" and self._trials is None
         self._noise = counter_noise(self._T, self._sigma2_node, 2 * self._cells, trials=self._trials,
-                                    sparse=sparse, seed=noise_seed)
+                                    sparse=sparse, seed=noise_seed, kind=noise)
         self._counts = np.zeros((R, 2 * self._cells), dtype=np.float64)
         self._noisy = np.zeros((R, 2 * self._cells), dtype=np.float64)  # each counter as last released
         self._row_inner = np.zeros((R, self._rows), dtype=np.float64)  # <CS~_i(x), CS~_i(y)>
@@ -203,18 +211,42 @@ class JoinSizeEstimator:
         return self._hashes
 
     @property
+    def noise(self) -> str:
+        """The counters' noise source, ``"tree"`` or ``"blt"``."""
+        return self._kind
+
+    @property
+    def calibration(self) -> str:
+        """The tree's node-variance rule, ``"paper"`` or ``"exact"``."""
+        return self._calibration
+
+    @property
     def sigma2_node(self) -> float:
-        """Tree node variance ``k (log2 T + 2) / (8 rho)`` (Theorem 5.6)."""
+        """Tree node variance ``k (log2 T + 2) / (8 rho)`` (Theorem 5.6; exact: smaller); BLT: Var z."""
         return self._sigma2_node
 
     @property
     def sigma2(self) -> float:
-        """Variance of the noise on each released counter, ``(log2 T + 1) sigma2_node``.
+        """Variance of the noise on each released counter, ``(log2 T + 1) sigma2_node`` for the tree.
 
         The sigma^2 with which Lemma 5.2 applies at every step (below the paper's
-        ``sigma_co^2 = k (log2 T + 2)^2 / (8 rho)``).
+        ``sigma_co^2 = k (log2 T + 2)^2 / (8 rho)``). For BLT the variance grows with the
+        step; this is its value at step T, the largest (:meth:`sigma2_at` for others).
         """
-        return (self._h + 1) * self._sigma2_node
+        if self._kind == "tree":
+            return (self._h + 1) * self._sigma2_node
+        return self._noise.variance
+
+    def sigma2_at(self, t: int) -> float:
+        """Variance of the noise on a counter released at step t (:attr:`sigma2` for the tree).
+
+        Examples
+        --------
+        >>> js = JoinSizeEstimator(T=16, rows=1, width=4, rho=1.0, noise="blt")
+        >>> js.sigma2_at(1) == js.sigma2_node, js.sigma2_at(16) == js.sigma2
+        (True, True)
+        """
+        return self.sigma2 if self._kind == "tree" else self._noise.variance_at(t)
 
     @property
     def words(self) -> int:

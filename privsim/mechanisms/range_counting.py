@@ -46,16 +46,14 @@ O(counters) per query step instead of O(boxes rows).
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms import _checks
-from privsim.mechanisms._counter_noise import CounterNoise, counter_noise
+from privsim.mechanisms._counter_noise import CounterNoise, check_sketch_noise, counter_noise, sketch_scale
 from privsim.mechanisms._seeding import SeedLike
-from privsim.mechanisms.continual import continual_sigma2
 from privsim.mechanisms.hashing import _spawn_seeds
 from privsim.mechanisms.sketch import SketchHashes, _scatter_add, _trial_count
 from privsim.mechanisms.tree import tree_height
@@ -191,11 +189,20 @@ class RangeCounter:
         Optional ``(lo, hi)``: the only box that will be queried. Dynamic with ``trials``,
         the tree noise is then drawn for the counters that box reads (at most
         (2 log2 B)^d rows per trial) instead of all of them; other boxes are refused.
+    noise:
+        Dynamic only: the counters' noise source, ``"tree"`` (the default, Theorem 4.3) or
+        ``"blt"`` (buffered linear Toeplitz noise, :mod:`privsim.mechanisms.blt`, its rho
+        computed exactly; slower per counter read). Either is calibrated to ``rho``.
+    calibration:
+        Dynamic only: the tree's node variance, ``"paper"`` (the default, the outputs of
+        earlier versions for a seed) or ``"exact"`` (the same rho exactly, less noise,
+        :mod:`privsim.mechanisms.calibration`); BLT takes only ``"paper"``.
 
     Raises
     ------
     ParameterError
-        If a parameter is out of range.
+        If a parameter is out of range, or for ``noise="laplace-tree"``, ``noise="blt"``
+        with ``calibration="exact"``, or either option away from its default without ``T``.
 
     Examples
     --------
@@ -227,6 +234,8 @@ class RangeCounter:
         seed: SeedLike = None,
         trials: int | None = None,
         box: tuple[ArrayLike, ArrayLike] | None = None,
+        noise: str = "tree",
+        calibration: str = "paper",
     ) -> None:
         self._L = _levels_of(B)
         self._B = 1 << self._L
@@ -257,7 +266,12 @@ class RangeCounter:
         self._released = False
         self._tree: CounterNoise | None
         self._box: tuple[tuple, NDArray, NDArray, NDArray] | None = None
+        check_sketch_noise(noise, calibration)
+        self._kind, self._calibration = noise, calibration
         if T is None:
+            if (noise, calibration) != ("tree", "paper"):
+                raise ParameterError(f"noise and calibration need T (got noise={noise!r}, calibration="
+                                     f"{calibration!r}); the static structure is one Gaussian release")
             self._T: int | None = None
             self._h = 0
             self._sigma2 = sensitivity2 / (2.0 * self._rho)  # Theorem D.2: s^2 = r L^d / (2 rho)
@@ -267,8 +281,9 @@ class RangeCounter:
         else:
             self._h = tree_height(T, minimum=2)
             self._T = 1 << self._h
-            # Section 2 / appendix B with Delta^2 = r L^d: s_node^2 = Delta^2 (h + 2) / (8 rho).
-            self._sigma2 = continual_sigma2(self._T, self._rho, math.sqrt(sensitivity2))
+            # Section 2 / appendix B with Delta^2 = r L^d: s_node^2 = Delta^2 (h + 2) / (8 rho)
+            # (the paper's tree; exact or BLT: the scale that spends the same rho exactly).
+            self._sigma2 = sketch_scale(noise, self._T, self._rho, sensitivity2, calibration)
             cells = self._C * self._rows * self._width
             # One structure reads the few counters of a query (FastGaMe); R at once read every
             # counter (TrialTree), or with a declared box every counter the box reads.
@@ -276,7 +291,7 @@ class RangeCounter:
             if self._box is not None:
                 cells = self._box[2].shape[1]
             self._tree = counter_noise(self._T, self._sigma2, cells, trials=self._trials,
-                                       sparse=self._trials is None, seed=noise_seed)
+                                       sparse=self._trials is None, seed=noise_seed, kind=noise)
 
     def __repr__(self) -> str:
         kind = "static" if self._T is None else f"T={self._T}"
@@ -338,14 +353,44 @@ class RangeCounter:
         return self._t
 
     @property
+    def noise(self) -> str:
+        """The counters' noise source (dynamic), ``"tree"`` or ``"blt"``."""
+        return self._kind
+
+    @property
+    def calibration(self) -> str:
+        """The tree's node-variance rule (dynamic), ``"paper"`` or ``"exact"``."""
+        return self._calibration
+
+    @property
     def sigma2(self) -> float:
-        """Variance of each Gaussian draw: per cell (static) or per tree node (dynamic)."""
+        """Variance of each Gaussian draw: per cell (static), per tree node or of BLT's z (dynamic)."""
         return self._sigma2
 
     @property
     def cell_variance(self) -> float:
-        """Variance of the noise on one released counter: sigma2, or (log2 T + 1) sigma2."""
-        return (self._h + 1) * self._sigma2
+        """Variance of the noise on one released counter: sigma2, or (log2 T + 1) sigma2.
+
+        For BLT the variance grows with the step: this is its value at step T, the largest
+        (:meth:`cell_variance_at` for others).
+        """
+        if self._kind == "tree":
+            return (self._h + 1) * self._sigma2
+        assert self._tree is not None
+        return self._tree.variance
+
+    def cell_variance_at(self, t: int) -> float:
+        """Variance of the noise on a counter released at step t (:attr:`cell_variance` for the tree).
+
+        Examples
+        --------
+        >>> rc = RangeCounter(B=4, d=1, rows=1, width=4, rho=1.0, T=8, noise="blt")
+        >>> rc.cell_variance_at(1) == rc.sigma2, rc.cell_variance_at(8) == rc.cell_variance
+        (True, True)
+        """
+        if self._tree is None or self._kind == "tree":
+            return self.cell_variance
+        return self._tree.variance_at(t)
 
     @property
     def max_boxes(self) -> int:

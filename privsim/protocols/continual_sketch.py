@@ -46,6 +46,14 @@ at ``delta``). This is also the claim towards the outside observer (coalition
 releases holds only under the lazy refresh's assumption (``claim.assumption``), which the
 data need not satisfy.
 
+Noise (``noise``, ``calibration``): the mechanisms' options, calibrated to the event-level
+``rho``. ``calibration="exact"`` (tree) spends rho exactly with a smaller node variance, so
+its party-level claim is ``stream_rho`` at the paper's rho for that node variance (larger
+than the paper's); ``noise="blt"`` has the party-level rho ``rho * 4 ||C 1||^2 / max ||C e||^2``
+(BLT's C has positive entries: the worst stream moves all mass of a row the same way, see
+:func:`~privsim.mechanisms._counter_noise.sketch_stream_rho`). Both are upper bounds, as
+the tree's is.
+
 Examples
 --------
 >>> import privsim
@@ -66,7 +74,9 @@ from typing import Any
 import numpy as np
 
 from privsim.errors import InputError, ParameterError
+from privsim.mechanisms._counter_noise import SKETCH_NOISE_KINDS, check_sketch_noise, sketch_stream_rho
 from privsim.mechanisms._seeding import SeedLike
+from privsim.mechanisms.calibration import CALIBRATIONS
 from privsim.mechanisms.join import REFRESH_MODES, TOUCHED_ASSUMPTION, JoinSizeEstimator
 from privsim.mechanisms.range_counting import RangeCounter, dyadic_boxes
 from privsim.network.schedule import CURATOR, Schedule
@@ -90,18 +100,29 @@ class _SketchStream(Protocol):
     T = Param(16, type=int, ge=2, le=MAX_T, power_of_two=True, doc="time steps = rounds, a power of two in [2, 2**16]")
     rho = Param(1.0, gt=0, doc="zCDP parameter of the released series (event level: one update)")
     delta = Param(1e-6, gt=0, lt=1, doc="delta of the (epsilon, delta) form of the rho-zCDP claims")
+    noise = Param("tree", type=str, choices=list(SKETCH_NOISE_KINDS),
+                  doc="the counters' noise: tree (the paper's) or blt (buffered Toeplitz, exact rho)")
+    calibration = Param("paper", type=str, choices=list(CALIBRATIONS),
+                        doc="tree node variance: the paper's or the exact one for the same rho (tree only)")
 
     #: Mechanism time steps per protocol step.
     steps_per_round: int = 1
 
     def validate(self) -> None:
         check_horizon(self.T)
+        check_sketch_noise(self.noise, self.calibration)
 
     # ------------------------------------------------------------ claims
     @property
     def rho_party(self) -> float:
-        """zCDP towards one party's whole stream (its update may move at every step: mass 2 per row)."""
-        return stream_rho(self.rho, self.steps_per_round * self.T, change=2.0)
+        """zCDP towards one party's whole stream (its update may move at every step: mass 2 per row).
+
+        For the source chosen (:func:`~privsim.mechanisms._counter_noise.sketch_stream_rho`:
+        the tree's bound at its node variance, BLT's from its sensitivity, C >= 0).
+        """
+        if (self.noise, self.calibration) == ("tree", "paper"):
+            return stream_rho(self.rho, self.steps_per_round * self.T, change=2.0)
+        return sketch_stream_rho(self.noise, self.steps_per_round * self.T, self.rho, 2.0, self.calibration)
 
     @property
     def assumption(self) -> str:
@@ -241,7 +262,7 @@ class ContinualRange(_SketchStream):
 
     @property
     def cell_variance(self) -> float:
-        """Variance of the noise on one released sketch counter, (log2 T + 1) s_node^2."""
+        """Variance of the noise on one released sketch counter, (log2 T + 1) s_node^2 (BLT: at step T)."""
         return self._cell_variance
 
     @property
@@ -303,7 +324,7 @@ class ContinualRange(_SketchStream):
     def mechanism(self, seed: SeedLike, trials: int | None = None) -> RangeCounter:
         box = None if trials is None else (self._lo, self._hi)  # noise only for the counters the box reads
         return RangeCounter(self.B, self.d, self.rows, self.width, self.rho, T=self.T, seed=seed, trials=trials,
-                            box=box)
+                            box=box, noise=self.noise, calibration=self.calibration)
 
     def step(self, mech: RangeCounter, updates: np.ndarray, n: int) -> np.ndarray:
         present = updates[..., 0] >= 0  # (R, n); an absent point is an update of weight 0
@@ -368,7 +389,10 @@ class ContinualJoin(_SketchStream):
 
     @property
     def sigma2(self) -> float:
-        """Variance of the noise on each released counter, (log2 2T + 1) rows (log2 2T + 2)/(8 rho)."""
+        """Variance of the noise on each released counter, (log2 2T + 1) rows (log2 2T + 2)/(8 rho).
+
+        With the paper's tree; the source's own (BLT: at the final step, the largest) otherwise.
+        """
         return self._sigma2
 
     def row_variance(self, x: np.ndarray, y: np.ndarray) -> float:
@@ -472,7 +496,7 @@ class ContinualJoin(_SketchStream):
 
     def mechanism(self, seed: SeedLike, trials: int | None = None) -> JoinSizeEstimator:
         return JoinSizeEstimator(2 * self.T, self.rows, self.width, self.rho, seed=seed, refresh=self.refresh,
-                                 trials=trials)
+                                 trials=trials, noise=self.noise, calibration=self.calibration)
 
     def step(self, mech: JoinSizeEstimator, updates: np.ndarray, n: int) -> np.ndarray:
         m = self.group_size(n)
