@@ -7,7 +7,6 @@ and measure how much that view leaks.
 
 from __future__ import annotations
 
-from privsim.analysis.views import View
 from privsim.errors import (
     DeadlockError,
     InputError,
@@ -21,6 +20,7 @@ from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import Inbox, PartyContext
 from privsim.protocols.base import Param, Privacy, Protocol
 from privsim.simulate import SimulationResult, simulate
+from privsim.views import View
 
 __version__ = "0.1.0"
 

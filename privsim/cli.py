@@ -269,10 +269,12 @@ def audit_cmd(
     seed: int | None = _SEED,
     param: list[str] | None = _PARAM,
     inputs: str | None = _INPUTS,
-    coalition: str | None = typer.Option(None, "--coalition", help="Coalition ids, e.g. 0,1 or C or C,0."),
+    coalition: str | None = typer.Option(None, "--coalition", help="Coalition ids, e.g. 0,1 or C or C,0, "
+                                           "or public (what the protocol publishes)."),
     neighbor: int | None = typer.Option(None, "--neighbor", help="The party outside the coalition whose "
                                            "input differs between x and x'."),
-    delta: float | None = typer.Option(None, "--delta", help="delta of the (eps, delta) statement [0]."),
+    delta: float | None = typer.Option(None, "--delta", help="delta of the (eps, delta) statement "
+                                       "[the delta of the claim it is judged against]."),
     confidence: float | None = typer.Option(None, "--confidence", help="Confidence of the bound [0.95]."),
     json_out: bool = _JSON,
     plot: Path | None = typer.Option(None, "--plot", help="Write a PNG: the score under x and x' with the event."),
@@ -281,9 +283,11 @@ def audit_cmd(
     workers: int | None = _WORKERS,
 ) -> None:
     """Audit a coalition's view: a sound lower bound on epsilon, against the protocol's claim."""
-    from privsim.analysis.audit import audit, plan_audit_batches
+    from privsim.analysis.audit import DEFAULT_AUDIT_TRIALS, audit, plan_audit_batches
 
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
+    if trials is None and spec.trials == RunSpec().trials:  # named by neither the flag nor the scenario
+        spec = spec.with_overrides(trials=DEFAULT_AUDIT_TRIALS)
     _check_counts(spec)
     extra = spec.extra
     coalition = coalition if coalition is not None else extra.get("coalition")
@@ -300,7 +304,7 @@ def audit_cmd(
     with progress_bar(total, f"audit {proto.name}: batches") as advance:
         result = audit(proto, x, coalition=str(coalition), neighbor=int(neighbor), trials=spec.trials,
                        seed=spec.seed, t=spec.t,
-                       delta=float(delta if delta is not None else extra.get("delta", 0.0)),
+                       delta=delta if delta is not None else extra.get("delta"),
                        confidence=float(confidence if confidence is not None else extra.get("confidence", 0.95)),
                        progress=lambda k: advance(1), executor=executor or extra.get("executor"),
                        scheduler=scheduler, workers=workers)

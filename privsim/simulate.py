@@ -10,14 +10,15 @@ from typing import Any
 import numpy as np
 import trio
 
-from privsim.analysis.accuracy import accuracy_summary
-from privsim.analysis.views import View
+from privsim.accuracy import accuracy_summary
 from privsim.errors import InputError, ParameterError, PartyFailure, PrivsimError, ViewNotRecorded
+from privsim.network.messages import seal
 from privsim.network.network import SyncNetwork
-from privsim.network.schedule import CURATOR, Schedule, id_key, parse_coalition, party_ids, sort_ids
+from privsim.network.schedule import CURATOR, PUBLIC_COALITION, Schedule, id_key, parse_coalition, party_ids, sort_ids
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import StreamSeeder, block_range
 from privsim.protocols.base import Protocol
+from privsim.views import View
 
 __all__ = ["RunSummary", "SimulationResult", "batch_plan", "prepare_inputs", "resolve_seed", "run_trials", "simulate",
            "simulate_batches"]
@@ -133,12 +134,15 @@ class SimulationResult:
         return np.asarray(self.estimate, dtype=float) - np.asarray(self.true_value, dtype=float)
 
     def view(self, coalition: str | Iterable[int | str]) -> View:
-        """The view of ``coalition`` (``"0,1"``, ``"C"``, ``[0, "C"]``) over all trials.
+        """The view of ``coalition`` (``"0,1"``, ``"C"``, ``[0, "C"]``, or ``"public"``: only
+        what the protocol publishes, :meth:`~privsim.Protocol.publishes`) over all trials.
 
         Raises :class:`ViewNotRecorded` when the run recorded nothing or only another
         coalition's view.
         """
         members = parse_coalition(coalition, self.n, self.protocol.has_curator)
+        if members == PUBLIC_COALITION:
+            return self._public_view()
         if self._transcript is None:
             raise ViewNotRecorded("this run recorded no transcript (record=False)")
         if self._recorded != "all" and not set(members) <= set(self._recorded):
@@ -166,8 +170,15 @@ class SimulationResult:
             outputs={m: self.outputs[m] for m in members if m in self.outputs},
         )
 
+    def _public_view(self) -> View:
+        # The outside observer sees the published outputs and nothing else: no input, no
+        # seed, no message (docs/architecture.md, "Claims and verdicts").
+        published = self.protocol.publishes(self.n, self.t)
+        return View(coalition=PUBLIC_COALITION, trials=self.trials, inputs={}, seeds={}, randomness={},
+                    messages=[], outputs={p: self.outputs[p] for p in published if p in self.outputs})
+
     def summary(self) -> dict[str, Any]:
-        """The fields of the ``privsim run --json`` contract (DESIGN.md section 5)."""
+        """The fields of the ``privsim run --json`` contract (README, "CLI reference")."""
         return {
             "protocol": self.protocol.name,
             "n": self.n,
@@ -189,9 +200,13 @@ async def _run_party(routine: Any, ctx: PartyContext, net: SyncNetwork) -> None:
         raise
     except Exception as exc:
         who = "the curator" if ctx.id == CURATOR else f"party {ctx.id}"
-        raise PartyFailure(f"{who} failed in round {ctx.round}: {type(exc).__name__}: {exc}", ctx.id,
+        hint = ""
+        if isinstance(exc, ValueError) and "read-only" in str(exc):
+            hint = ("; received messages and inputs are read-only (a view is what was sent): "
+                    "copy before changing, e.g. np.array(value)")
+        raise PartyFailure(f"{who} failed in round {ctx.round}: {type(exc).__name__}: {exc}{hint}", ctx.id,
                            ctx.round) from exc
-    net.depart(ctx)
+    net.depart(ctx.id)
 
 
 async def _main(protocol: Protocol, contexts: list[PartyContext], net: SyncNetwork) -> None:
@@ -307,9 +322,10 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
     gc_was_enabled = gc.isenabled()
     gc.disable()
     ids = party_ids(n, protocol.has_curator)
-    contexts = [PartyContext(pid, n, t, trials, None if pid == CURATOR else x[:, pid], net, rng_factory)
-                for pid in ids]
-    net.attach(contexts)
+    seal(x)  # the engine's own copy: each party's input is a read-only slice of it, not a copy
+    outboxes = net.attach(ids)
+    contexts = [PartyContext(pid, n, t, trials, None if pid == CURATOR else x[:, pid], net, rng_factory,
+                             outboxes[pid]) for pid in ids]
     try:
         trio.run(_main, protocol, contexts, net, strict_exception_groups=True)
     except BaseExceptionGroup as group:
@@ -318,7 +334,7 @@ def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
         if gc_was_enabled:
             gc.enable()
 
-    outputs = {c.id: c._output for c in contexts if c._output is not None}
+    outputs = {c.id: c._output for c in contexts if c._has_output}
     estimate = np.asarray(protocol.estimate(outputs, n, t))
     draws = {c.id: c._rng.draws for c in contexts if c._rng is not None and c._rng.draws is not None}
     return SimulationResult(
@@ -402,7 +418,7 @@ class RunSummary:
     series_example: tuple[np.ndarray, np.ndarray] | None = None
 
     def summary(self) -> dict[str, Any]:
-        """The fields of the ``privsim run --json`` contract (DESIGN.md section 5), plus details."""
+        """The fields of the ``privsim run --json`` contract (README, "CLI reference"), plus details."""
         return {
             "protocol": self.protocol.name, "n": self.n, "t": self.t, "trials": self.trials, "seed": self.seed,
             "params": self.protocol.parameters, "rounds": self.rounds, "messages": self.messages, "bits": self.bits,

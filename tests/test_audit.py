@@ -70,7 +70,7 @@ def test_audit_streams_batches():
     ({"coalition": "C,1", "neighbor": 1}, "neighbor: party 1 is inside the coalition"),
     ({"coalition": "0,99", "neighbor": 1}, "party 99 does not exist"),
     ({"coalition": "0", "neighbor": "C"}, "the curator has no input"),
-    ({"coalition": "0", "neighbor": 1, "trials": 500}, "trials must be > 1024"),
+    ({"coalition": "0", "neighbor": 1, "trials": 500}, "trials must be >= 2024"),
     ({"coalition": "0", "neighbor": 1, "confidence": 1.5}, "confidence"),
 ])
 def test_bad_audit_input(kw, message):

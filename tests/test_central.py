@@ -92,9 +92,15 @@ def test_privacy_claims():
     assert lap.privacy([0], n, t) == privsim.Privacy(0.3)
     assert lap.privacy(list(range(9)), n, t) == privsim.Privacy(0.3)
     assert CentralLaplace(broadcast=False).privacy([0, 1], n, t) == privsim.Privacy(0.0)
-    assert CentralGaussian(epsilon=1.0, delta=1e-5).privacy([0], n, t) == privsim.Privacy(1.0, 1e-5)
+    # The Gaussian's exact curve: at the calibration's delta it is the calibration's epsilon.
+    claim = CentralGaussian(epsilon=1.0, delta=1e-5).privacy([0], n, t)
+    assert claim.measure == "gaussian" and claim.epsilon == pytest.approx(1.0, abs=1e-9)
+    assert claim.paper is None  # privsim's claim is the paper's (eps, delta): nothing to report beside
     claim = CentralGaussian(rho=0.5, delta=1e-6).privacy([0], n, t)
-    assert claim == privsim.Privacy(gaussian_epsilon(1.0, 1e-6), 1e-6)
+    assert claim.mu == pytest.approx(1.0) and claim.epsilon == pytest.approx(gaussian_epsilon(1.0, 1e-6))
+    assert claim.paper.measure == "zcdp" and claim.paper.rho == 0.5
+    # what public sees: C's release, with or without the broadcast
+    assert CentralLaplace(epsilon=0.3, broadcast=False).public_privacy(n, t) == privsim.Privacy(0.3)
 
 
 def test_a_party_sees_only_its_input_and_the_output():

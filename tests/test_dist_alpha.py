@@ -193,12 +193,35 @@ def test_error_is_within_the_alignment_slack_plus_window_noise(n, eps):
 
 
 # ---------------------------------------------------------------------------- privacy claim
-def test_privacy_claim_is_the_papers_up_to_t():
+def test_privacy_claim_is_the_exact_gaussian_of_the_residual_noise_with_the_papers_beside():
     proto = DistAlpha(epsilon=0.7, delta=1e-5)
-    assert proto.privacy([0, 1, 2], 16, 3) == privsim.Privacy(0.7, 1e-5)
-    assert proto.privacy([0, 1, 2, 3], 16, 3) is None
-    assert DistAlpha(noise_reading="per-party").privacy([0], 16, 3) == privsim.Privacy(1.0, 1e-6)
-    assert DistAlpha(sigma2=1.0).privacy([0], 16, 3) is None
+    n = 16  # alpha = 0.5: L = round(16^(1/6)) intervals
+    claim = proto.privacy([0, 1, 2], n, 3)
+    worst = min(proto.residual_sigma2({0, 1, 2}, n, j) for j in range(3, n))
+    assert claim.measure == "gaussian" and claim.mu == pytest.approx(1 / math.sqrt(worst))
+    assert claim.epsilon == pytest.approx(accounting.gaussian_epsilon(math.sqrt(worst), 1e-5))
+    assert claim.paper == privsim.Privacy(0.7, 1e-5)
+    assert proto.privacy([0, 1, 2, 3], n, 3) is None
+    # the literal per-party reading: the exact claim is far weaker than the paper's
+    per_party = DistAlpha(noise_reading="per-party").privacy([0], n, 3)
+    assert per_party.epsilon > 1.2 and per_party.paper == privsim.Privacy(1.0, 1e-6)
+    assert DistAlpha(sigma2=0.0).privacy([0], n, 3) is None  # no noise: nothing to claim
+    # the outside observer reads the window minimum, a function of the full-noise S_k
+    public = proto.public_privacy(n, 3)
+    assert public.mu == pytest.approx(1 / math.sqrt(proto.interval_sigma2(n)))
+
+
+def test_exact_claim_at_n256_exceeds_the_paper_and_the_audit_agrees():
+    # Issue 13: p_1 with the neighbour's interval-mates faces one party's noise, 2R/L.
+    proto = DistAlpha(alpha=0.75, epsilon=1.0, delta=1e-6)
+    claim = proto.privacy([0, 1, 2], 256, 3)
+    # 1.118 at delta = 1e-6 (the issue quotes it rounded, as 1.12)
+    assert round(claim.epsilon, 2) == 1.12 and claim.epsilon_at(1e-6) == pytest.approx(claim.epsilon)
+    # halving the residual variance (a factor-of-two slip) would move the claim to about 1.65
+    assert abs(claim.epsilon - accounting.gaussian_epsilon(math.sqrt(proto.sigma2_y(256) / 2), 1e-6)) > 0.3
+    res = privsim.audit(proto, None, n=256, t=3, coalition="0,1,2", neighbor=3, trials=2 * 4096, seed=5)
+    assert res.delta == 1e-6 and res.epsilon_claimed == pytest.approx(claim.epsilon) and res.violated is False
+    assert res.claim["measure"] == "gaussian" and res.paper_claim["epsilon"] == 1.0
 
 
 def test_residual_noise_and_exact_gaussian_epsilon():

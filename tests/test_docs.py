@@ -48,3 +48,16 @@ def test_readme_cli_reference_is_current():
     text = (ROOT / "README.md").read_text()
     block = text.split(START, 1)[1].split(END, 1)[0]
     assert block.strip() == cli_reference().strip(), "run: python -m privsim.cli_reference --write README.md"
+
+
+def test_code_cites_sections_of_docs_architecture_that_exist():
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    sections = set(re.findall(r"^## (.+)$", text, flags=re.M))
+    cited = set()
+    for path in (ROOT / "privsim").rglob("*.py"):
+        src = path.read_text()
+        assert "DESIGN.md" not in src, f"{path}: cite docs/architecture.md, not DESIGN.md"
+        cited |= set(re.findall(r'docs/architecture\.md, "([^"]+)"', src))
+    assert cited and cited <= sections, sorted(cited - sections)

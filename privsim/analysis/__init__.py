@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from privsim.analysis.accuracy import accuracy_summary
-from privsim.analysis.views import View, flatten_value
+from privsim.accuracy import accuracy_summary
+from privsim.views import View, flatten_value
 
 __all__ = ["View", "accuracy_summary", "flatten_value"]

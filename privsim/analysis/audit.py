@@ -37,16 +37,21 @@ from privsim.analysis.audit_select import SelectionKind, check_views
 from privsim.analysis.audit_selectors import choose_event
 from privsim.errors import InputError, ParameterError
 from privsim.executors import Channel, Executor, LocalExecutor, get_executor
-from privsim.network.schedule import CURATOR, parse_coalition, parse_party
-from privsim.protocols.base import Privacy, Protocol
+from privsim.network.schedule import CURATOR, PUBLIC_COALITION, parse_coalition, parse_party
+from privsim.privacy import Privacy, judge
+from privsim.protocols.base import Protocol, claim_for
 from privsim.simulate import batch_plan, prepare_inputs, resolve_seed, simulate
 
 __all__ = [
+    "DEFAULT_AUDIT_TRIALS",
     "DEFAULT_SELECT_FRACTION",
+    "MIN_ESTIMATE_TRIALS",
     "AuditResult",
     "AuditStatsResult",
     "audit",
     "audit_batches",
+    "default_delta",
+    "min_audit_trials",
     "neighbouring_inputs",
     "plan_audit_batches",
     "plan_split",
@@ -56,8 +61,11 @@ __all__ = [
 
 #: Trials per audit batch (whole seeding blocks).
 AUDIT_BATCH_TRIALS = 1 << 15
-#: At most about this many trials per input choose the event (the rest estimate it).
-MAX_SELECT_TRIALS = 1 << 17
+#: At most about this many trials per input choose the event (the rest estimate it). At
+#: 10^6 trials this leaves the default fifth to selection: the selectors split it in
+#: four (fit, cut, and the held-out half that picks among them), and with 2^17 the
+#: rare events of many weak messages were cut from 2^15 rows per input.
+MAX_SELECT_TRIALS = 1 << 18
 #: Share of the trials (per input) that :func:`plan_split` gives to event selection.
 #: Measured on randomized response and the Laplace mechanism at 10^6 trials: 0.1 to
 #: 0.3 all meet the power targets; 0.2 leaves room for harder, higher-dimensional views.
@@ -81,13 +89,26 @@ class AuditResult:
         Lower bound on the privacy loss, valid with probability >= ``confidence``.
     epsilon_point:
         Plug-in estimate of the loss of the chosen event (not a bound).
-    epsilon_claimed:
-        The protocol's claim for this coalition (``None``: it claims nothing).
+    delta:
+        The delta of the statement (by default the claim's: see :func:`audit`).
+    epsilon_claimed, delta_claimed:
+        The epsilon the protocol's claim for this coalition implies at ``delta``, and the
+        claim's own delta (``None``: it claims nothing for this coalition, or implies
+        nothing at ``delta``).
+    claim:
+        The claim as a dict (``measure`` and its values: pure, approx, zcdp, gaussian),
+        ``None`` for no claim.
+    paper_claim, paper_violated:
+        The paper's own claim for the same view, where it differs from privsim's, and
+        whether the bound contradicts it (``None`` without a paper claim).
     violated:
-        ``epsilon_lower > epsilon_claimed``; where the protocol claims nothing for the
-        coalition, judged against the guarantee it advertises to an outside observer
-        (its claim for the empty coalition), so a coalition beyond the threshold that
-        breaks the advertised guarantee shows as violated.
+        ``epsilon_lower > epsilon_claimed`` at the same delta. Where the protocol claims
+        nothing for the coalition, judged against its claim towards ``public`` (what it
+        advertises to an outside observer), so a coalition that breaks the advertised
+        guarantee shows as violated. ``None`` when the claim implies nothing at
+        ``delta`` (an (epsilon, delta) claim at a smaller delta).
+    reason:
+        One sentence on how ``violated`` was decided.
     event, direction, selection:
         The distinguishing event, which probability ratio it bounds, and how it was chosen.
     p_hat, q_hat:
@@ -115,7 +136,7 @@ class AuditResult:
     epsilon_point: float
     epsilon_claimed: float | None
     delta_claimed: float | None
-    violated: bool
+    violated: bool | None
     event: str
     direction: str
     selection: str
@@ -124,12 +145,16 @@ class AuditResult:
     trials_select: int
     trials_estimate: int
     features: int
+    claim: dict[str, Any] | None = None
+    paper_claim: dict[str, Any] | None = None
+    paper_violated: bool | None = None
+    reason: str = ""
 
     #: The event object (for plots); not part of the JSON.
     event_object: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of ``privsim audit --json`` (DESIGN.md section 5), plus details.
+        """The JSON contract of ``privsim audit --json`` (README, "CLI reference"), plus details.
 
         Non-finite numbers (an event never seen under x') become ``None``: JSON has no infinity.
         """
@@ -258,18 +283,6 @@ def result_from_counts(
         selection=selection,
         event_object=event,
     )
-
-
-def _verdict(protocol: Protocol, members: Sequence[int | str], n: int, t: int,
-             epsilon_lower: float) -> tuple[Privacy | None, bool]:
-    """The claim for the coalition, and whether the audit refutes it.
-
-    Where the protocol claims nothing for the coalition, the bound is judged against the
-    guarantee it advertises to an outside observer (its claim for the empty coalition).
-    """
-    claim = protocol.privacy(members, n, t)
-    reference = claim if claim is not None else protocol.privacy((), n, t)
-    return claim, bool(reference is not None and epsilon_lower > reference.epsilon)
 
 
 class _Batches:
@@ -505,10 +518,71 @@ def plan_audit_batches(trials: int, n: int, batch_trials: int | None = None) -> 
 
     trials = int(trials)
     if trials <= TRIAL_BLOCK:
-        raise ParameterError(f"trials must be > {TRIAL_BLOCK} for an audit (two batches per input); got {trials}")
+        raise ParameterError(f"trials must be >= {min_audit_trials(n, batch_trials)} for an audit (got {trials}): "
+                             f"the event is chosen on whole blocks of {TRIAL_BLOCK} trials, and at least "
+                             f"{MIN_ESTIMATE_TRIALS} per input must remain to estimate it")
     if batch_trials is None:
         batch_trials = max(TRIAL_BLOCK, min(AUDIT_BATCH_TRIALS, trials // 10 // TRIAL_BLOCK * TRIAL_BLOCK))
     return batch_plan(trials, n, batch_trials)
+
+
+#: An audit must leave at least this many trials per input to estimate the chosen event
+#: (fewer make the Clopper-Pearson bounds too loose to certify anything).
+MIN_ESTIMATE_TRIALS = 1000
+#: Trials per input of ``privsim audit`` when neither the command line nor the scenario names them.
+DEFAULT_AUDIT_TRIALS = 100_000
+
+
+def split_batches(plan: list[tuple[int, int]], select_fraction: float) -> tuple[int, int]:
+    """Selection and estimation batches per input: :func:`plan_split`, with the selection
+    capped near :data:`MAX_SELECT_TRIALS` trials."""
+    n_select, n_estimate = plan_split(len(plan), select_fraction)
+    # Beyond about 2^17 selection trials per input the chosen event hardly improves, while
+    # the selection sample is held in memory and worked on sequentially: the rest estimates.
+    cap = max(1, -(-MAX_SELECT_TRIALS // plan[0][1]))
+    if n_select > cap:
+        n_select, n_estimate = cap, n_select + n_estimate - cap
+    return n_select, n_estimate
+
+
+def _estimation_trials(trials: int, n: int, batch_trials: int | None, select_fraction: float) -> int:
+    from privsim.parties.rng import TRIAL_BLOCK
+
+    if trials <= TRIAL_BLOCK:
+        return 0
+    try:
+        plan = plan_audit_batches(trials, n, batch_trials)
+        n_select, _ = split_batches(plan, select_fraction)
+    except ParameterError:
+        return 0
+    return sum(size for _, size in plan[n_select:])
+
+
+def min_audit_trials(n: int, batch_trials: int | None = None,
+                     select_fraction: float = DEFAULT_SELECT_FRACTION) -> int:
+    """The fewest trials per input that leave :data:`MIN_ESTIMATE_TRIALS` to estimate with.
+
+    >>> min_audit_trials(8)
+    2024
+    """
+    lo, hi = 1, 1 << 20
+    while _estimation_trials(hi, n, batch_trials, select_fraction) < MIN_ESTIMATE_TRIALS:
+        lo, hi = hi, hi * 2
+    while lo + 1 < hi:  # the estimation share grows with the trial count
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if _estimation_trials(mid, n, batch_trials, select_fraction) >= MIN_ESTIMATE_TRIALS \
+            else (mid, hi)
+    return hi
+
+
+def _check_estimation_trials(plan: list[tuple[int, int]], n_select: int, trials: int, n: int,
+                             batch_trials: int | None, select_fraction: float) -> None:
+    left = sum(size for _, size in plan[n_select:])
+    if left < MIN_ESTIMATE_TRIALS:
+        least = min_audit_trials(n, batch_trials, select_fraction)
+        raise ParameterError(f"trials must be >= {least} for this audit (got {trials}): the event is chosen on "
+                             f"{trials - left} of them, and at least {MIN_ESTIMATE_TRIALS} per input must remain "
+                             f"to estimate it (here {left})")
 
 
 def _derived_seed(seed: int, which: int) -> int:
@@ -531,7 +605,7 @@ def sample_views(protocol: Protocol, inputs: Any, *, coalition: Any, trials: int
 
 
 def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: int, trials: int,
-          seed: int | None = None, t: int | None = None, n: int | None = None, delta: float = 0.0,
+          seed: int | None = None, t: int | None = None, n: int | None = None, delta: float | None = None,
           confidence: float = 0.95, x_prime: Any = None, batch_trials: int | None = None,
           select_fraction: float = DEFAULT_SELECT_FRACTION, selectors: Sequence[str] | None = None,
           progress: Callable[[int], None] | None = None, executor: str | Executor | None = None,
@@ -545,7 +619,8 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     inputs:
         Base inputs x, shape ``(n, ...)`` (``None``: the protocol's default for ``n``).
     coalition:
-        The curious parties (``"0,1"``, ``"C"``, ``[0, "C"]``).
+        The curious parties (``"0,1"``, ``"C"``, ``[0, "C"]``), or ``"public"``: the
+        outside observer, who sees only what the protocol publishes.
     neighbor:
         The party outside the coalition whose input differs between x and x'.
     trials:
@@ -556,7 +631,9 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
         The protocol's threshold (default: its ``default_t(n)``).
     delta, confidence:
         The level of the statement: with probability >= confidence,
-        epsilon >= epsilon_lower for (epsilon, delta)-DP.
+        epsilon >= epsilon_lower for (epsilon, delta)-DP. ``delta=None`` (the default)
+        audits at the delta of the claim the verdict is judged against
+        (:func:`default_delta`), so that ``violated`` compares like with like.
     x_prime:
         Explicit neighbouring inputs (default: :func:`neighbouring_inputs`).
     batch_trials:
@@ -590,7 +667,8 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     ------
     ParameterError
         A coalition id that does not exist, a neighbour inside the coalition or unknown,
-        fewer than two batches, a bad delta or confidence.
+        too few trials (fewer than :data:`MIN_ESTIMATE_TRIALS` would be left to estimate
+        the event), a bad delta or confidence.
     """
     x = prepare_inputs(protocol, inputs, 1, n)[0]
     n = x.shape[0]
@@ -608,15 +686,16 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     diff = np.nonzero((x != xp).reshape(n, -1).any(axis=1))[0].tolist()
     if diff != [j]:
         raise InputError(f"x_prime: x and x' must differ in exactly party {j} (they differ in {diff})")
+    if delta is None:
+        delta = default_delta(protocol, members, n, t)
+    if not 0.0 <= float(delta) < 1.0:
+        raise ParameterError(f"delta must be in [0, 1) (got {delta})")
+    delta = float(delta)
     entropy = resolve_seed(seed)
     job = _AuditJob(protocol, {"x": x, "xp": xp}, {"x": _derived_seed(entropy, 0), "xp": _derived_seed(entropy, 1)},
                     t, members, plan_audit_batches(trials, n, batch_trials))
-    n_select, n_estimate = plan_split(len(job.plan), select_fraction)
-    # Beyond about 2^17 selection trials per input the chosen event hardly improves, while
-    # the selection sample is held in memory and worked on sequentially: the rest estimates.
-    cap = max(1, -(-MAX_SELECT_TRIALS // job.plan[0][1]))
-    if n_select > cap:
-        n_select, n_estimate = cap, n_select + n_estimate - cap
+    n_select, n_estimate = split_batches(job.plan, select_fraction)
+    _check_estimation_trials(job.plan, n_select, trials, n, batch_trials, select_fraction)
     done = [0]
 
     def tick(k: int) -> None:
@@ -638,14 +717,39 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
         finally:
             if executor is None or isinstance(executor, str):
                 ex.close()
-    claim, violated = _verdict(protocol, members, n, t, stats.epsilon_lower)
+    claim, reference = _claims(protocol, members, n, t)
+    violated, reason = judge(reference, stats.epsilon_lower, delta, own=claim is not None)
     return AuditResult(
         protocol=protocol.name, params=protocol.parameters, n=n, t=t, coalition=[str(m) for m in members],
         neighbor=j, trials=int(trials), seed=entropy, delta=delta, confidence=confidence,
         epsilon_lower=stats.epsilon_lower, epsilon_point=stats.epsilon_point,
-        epsilon_claimed=None if claim is None else claim.epsilon,
+        epsilon_claimed=None if claim is None else claim.epsilon_at(delta),
         delta_claimed=None if claim is None else claim.delta, violated=violated, event=stats.event,
         direction=stats.direction, selection=stats.selection, p_hat=stats.p_hat, q_hat=stats.q_hat,
         trials_select=stats.trials_select, trials_estimate=stats.trials_estimate, features=len(columns),
-        event_object=stats.event_object,
+        claim=None if claim is None else claim.to_dict(),
+        paper_claim=None if claim is None or claim.paper is None else claim.paper.to_dict(),
+        paper_violated=None if claim is None or claim.paper is None else judge(claim.paper, stats.epsilon_lower,
+                                                                                delta)[0],
+        reason=reason, event_object=stats.event_object,
     )
+
+
+def _claims(protocol: Protocol, members: tuple, n: int, t: int) -> tuple[Privacy | None, Privacy | None]:
+    """The claim for the coalition, and the one its verdict is judged against (that claim,
+    or else the claim towards ``public``)."""
+    claim = claim_for(protocol, members, n, t)
+    return claim, claim if claim is not None else claim_for(protocol, PUBLIC_COALITION, n, t)
+
+
+def default_delta(protocol: Protocol, coalition: Any, n: int, t: int) -> float:
+    """The delta an audit runs at when given none: that of the claim it is judged against
+    (0 when there is none: then nothing is compared).
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> default_delta(RandomizedResponse(), "C", 4, 3)
+    0.0
+    """
+    members = parse_coalition(coalition, n, protocol.has_curator)
+    _, reference = _claims(protocol, members, n, t)
+    return 0.0 if reference is None else reference.delta

@@ -303,15 +303,13 @@ def _threshold_proposal(score: ScoreFn, cut_x: np.ndarray, cut_xp: np.ndarray, d
 
 @dataclass(frozen=True)
 class _Proposal:
-    """The selection sample's halves (proposal, held-out) and the level the bound will be at.
+    """The proposal half of the selection sample and the level the bound will be at.
 
-    Score selectors fit on the proposal half and calibrate and cut on the held-out half;
-    outcome selectors rank and cut within the proposal half."""
+    Every selector fits (or ranks) on one half of it and cuts on the other; the held-out
+    half of the selection sample, which picks among the proposals, is not here."""
 
     x: np.ndarray
     xp: np.ndarray
-    hold_x: np.ndarray
-    hold_xp: np.ndarray
     columns: Sequence[str]
     score: ScoreFn | None
     delta: float
@@ -350,7 +348,7 @@ def _bins(pooled: np.ndarray) -> np.ndarray:
 
 
 def _propose_naive_bayes(p: _Proposal) -> tuple[str, Event] | None:
-    fit_x, fit_xp = p.x, p.xp
+    (fit_x, cut_x), (fit_xp, cut_xp) = _halves(p.x), _halves(p.xp)
     kept: list[tuple[int, np.ndarray, np.ndarray]] = []
     for column in _varying_columns(fit_x, fit_xp):
         edges = _bins(np.concatenate([fit_x[:, column], fit_xp[:, column]]))
@@ -367,7 +365,7 @@ def _propose_naive_bayes(p: _Proposal) -> tuple[str, Event] | None:
         return None
     score = BinnedScore(tuple(p.columns[c] for c, _, _ in kept), tuple(c for c, _, _ in kept),
                         tuple(e for _, e, _ in kept), tuple(w for _, _, w in kept))
-    event = _threshold_proposal(score, p.hold_x, p.hold_xp, p.delta, p.confidence, p.n_estimate)
+    event = _threshold_proposal(score, cut_x, cut_xp, p.delta, p.confidence, p.n_estimate)
     if event is None:
         return None
     return "naive-bayes", _as_outcomes(event, score, np.concatenate([fit_x, fit_xp])) if len(kept) == 1 else event
@@ -385,10 +383,11 @@ def _as_outcomes(event: ThresholdEvent, score: BinnedScore, pooled: np.ndarray) 
 
 
 def _propose_logistic(p: _Proposal) -> tuple[str, Event] | None:
-    if _varying_columns(p.x, p.xp).size == 0:
+    (fit_x, cut_x), (fit_xp, cut_xp) = _halves(p.x), _halves(p.xp)
+    if _varying_columns(fit_x, fit_xp).size == 0:
         return None
-    score = fit_logistic_score(p.x, p.xp, p.columns)
-    event = _threshold_proposal(score, p.hold_x, p.hold_xp, p.delta, p.confidence, p.n_estimate)
+    score = fit_logistic_score(fit_x, fit_xp, p.columns)
+    event = _threshold_proposal(score, cut_x, cut_xp, p.delta, p.confidence, p.n_estimate)
     return None if event is None else ("logistic-lr", event)
 
 
@@ -494,7 +493,8 @@ def _tree_features(views_x: np.ndarray, views_xp: np.ndarray, columns: Sequence[
 def _propose_trees(p: _Proposal) -> tuple[str, Event] | None:
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    fit_x, fit_xp = p.x[:_TREE_MAX_ROWS], p.xp[:_TREE_MAX_ROWS]
+    (fit_x, cut_x), (fit_xp, cut_xp) = _halves(p.x), _halves(p.xp)
+    fit_x, fit_xp = fit_x[:_TREE_MAX_ROWS], fit_xp[:_TREE_MAX_ROWS]
     indices, moduli, names = _tree_features(fit_x, fit_xp, p.columns)
     if not indices:
         return None
@@ -507,7 +507,7 @@ def _propose_trees(p: _Proposal) -> tuple[str, Event] | None:
     with _one_thread():
         model.fit(design, labels)
     score = TreeScore(model, indices, moduli, names, _used_features(model, len(indices)))
-    event = _threshold_proposal(score, p.hold_x, p.hold_xp, p.delta, p.confidence, p.n_estimate)
+    event = _threshold_proposal(score, cut_x, cut_xp, p.delta, p.confidence, p.n_estimate)
     return None if event is None else ("trees", event)
 
 
@@ -659,6 +659,6 @@ def choose_event(
     if not all(np.isfinite(part).all() for part in (select_x, select_xp)):
         raise ParameterError("views must be finite (no nan or inf) to select an event")
     (prop_x, hold_x), (prop_xp, hold_xp) = _halves(select_x), _halves(select_xp)
-    proposal = _Proposal(prop_x, prop_xp, hold_x, hold_xp, columns, score, delta, confidence, n_estimate)
+    proposal = _Proposal(prop_x, prop_xp, columns, score, delta, confidence, n_estimate)
     proposals = [made for made in (_PROPOSERS[name](proposal) for name in names) if made is not None]
     return _pick(proposals, hold_x, hold_xp, delta, confidence, n_estimate)

@@ -11,42 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Container
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-import outcome
 import trio
 
 from privsim.errors import DeadlockError, ScheduleViolation
+from privsim.network.messages import Inbox, Outbox, message_bits
 from privsim.network.schedule import Schedule, sort_ids
-from privsim.parties.context import Inbox
-
-if TYPE_CHECKING:
-    from privsim.parties.context import PartyContext
 
 __all__ = ["SyncNetwork", "message_bits"]
 
 _nbytes = attrgetter("nbytes")
 _EMPTY = Inbox()
-
-
-def message_bits(value: Any, trials: int) -> int:
-    """Bits per run of one message: 1 per boolean element, the item size otherwise.
-
-    >>> message_bits(np.zeros(10, dtype=bool), 10), message_bits(np.zeros((10, 3)), 10)
-    (1, 192)
-    """
-    if isinstance(value, np.ndarray):
-        per_run = value.size // trials if (value.ndim and value.shape[0] == trials) else value.size
-        return per_run * (1 if value.dtype == np.bool_ else value.dtype.itemsize * 8)
-    if isinstance(value, (bool, np.bool_)):
-        return 1
-    if isinstance(value, (int, float, complex, np.generic)):
-        return 64
-    if isinstance(value, (tuple, list)):
-        return sum(message_bits(v, trials) for v in value)
-    arr = np.asarray(value)
-    return message_bits(arr, trials) if arr.dtype != object else 64 * arr.size
 
 
 def _round_bits(values: list[Any], trials: int) -> int:
@@ -92,36 +69,44 @@ class SyncNetwork:
         self.rounds_used = 0
         #: Per round: receiver -> Inbox (sender -> value), as recorded.
         self.transcript: list[dict[int | str, Inbox]] = []
-        self._contexts: list[PartyContext] = []
+        self._ids: list[int | str] = []
+        self._outboxes: dict[int | str, Outbox] = {}
         self._live = 0
         self._arrived = 0
-        self._waiting: list[tuple[Any, PartyContext]] = []
+        self._waiting: set[int | str] = set()
+        self._done: set[int | str] = set()
+        self._lot = trio.lowlevel.ParkingLot()
         self._inboxes: dict[int | str, Inbox] = {}
         self._on_round = on_round
 
-    def attach(self, contexts: list[PartyContext]) -> None:
-        """Register the parties, in canonical id order."""
-        self._contexts = contexts
-        self._live = len(contexts)
+    def attach(self, ids: list[int | str]) -> dict[int | str, Outbox]:
+        """Register the parties, in canonical id order; returns each party's outbox."""
+        self._ids = list(ids)
+        self._outboxes = {pid: Outbox() for pid in self._ids}
+        self._live = len(self._ids)
+        return self._outboxes
 
     # ------------------------------------------------------------------ barrier
-    async def end_round(self, ctx: PartyContext) -> Inbox:
-        """Called by ``ctx.end_round()``: wait for the barrier, return the inbox."""
+    async def end_round(self, pid: int | str) -> Inbox:
+        """Called by ``ctx.end_round()``: wait for the barrier, return ``pid``'s inbox."""
         self._arrived += 1
         if self._arrived == self._live:
             self._complete_round()
-            return self._inboxes.get(ctx.id, _EMPTY)
-        ctx._waiting = True
-        self._waiting.append((trio.lowlevel.current_task(), ctx))
+        else:
+            self._waiting.add(pid)
+            try:
+                await self._lot.park()
+            except BaseException:
+                # Cancelled while parked (the run is failing): it never completed the round.
+                if pid in self._waiting:
+                    self._waiting.discard(pid)
+                    self._arrived -= 1
+                raise
+        return self._inboxes.get(pid, _EMPTY)
 
-        def abort(_: Any) -> trio.lowlevel.Abort:
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        return await trio.lowlevel.wait_task_rescheduled(abort)
-
-    def depart(self, ctx: PartyContext) -> None:
+    def depart(self, pid: int | str) -> None:
         """Called when a party routine returns: it takes part in no later round."""
-        ctx._done = True
+        self._done.add(pid)
         self._live -= 1
         if self._live and self._arrived == self._live:
             self._complete_round()
@@ -131,53 +116,45 @@ class SyncNetwork:
     def _complete_round(self) -> None:
         r = self.round
         expected = self.schedule.senders_in(r)
-        inboxes: dict[int | str, Inbox] = {}
         keep = self.record
         trials = self.trials
-        for ctx in self._contexts:
-            tos = ctx._out_to
-            exp = expected.get(ctx.id)
-            if not tos:
+        boxes: dict[int | str, dict] = {}  # plain dicts while filling; read-only Inboxes below
+        for sender, outbox in self._outboxes.items():
+            if not outbox.to:
+                exp = expected.get(sender)
                 if exp:
-                    self._violation(f"round {r}: party {ctx.id} did not send its scheduled message "
-                                    f"to party {exp[0]} (round {r}, sender {ctx.id}, receiver {exp[0]})")
+                    self._violation(f"round {r}: party {sender} did not send its scheduled message "
+                                    f"to party {exp[0]} (round {r}, sender {sender}, receiver {exp[0]})")
                 continue
+            tos, vals, bits = outbox.take()
+            exp = expected.get(sender)
             if tos != exp:
-                self._check_out_of_order(r, ctx.id, tos, exp or [])
-            vals = ctx._out_val
-            sender = ctx.id
+                self._check_out_of_order(r, sender, tos, exp or [])
             for to, v in zip(tos, vals):
-                box = inboxes.get(to)
+                box = boxes.get(to)
                 if box is None:
-                    box = inboxes[to] = Inbox()
+                    box = boxes[to] = {}
                 box[sender] = v
             self.messages += len(tos)
             self.bits += _round_bits(vals, trials)
-            if ctx._out_bits:
-                for to, b in ctx._out_bits.items():
+            if bits:
+                for to, b in bits.items():
                     self.bits += b - message_bits(vals[tos.index(to)], trials)
-                ctx._out_bits = None
-            ctx._out_to = []
-            ctx._out_val = []
+        inboxes = {d: Inbox(box, owner=d, round=r) for d, box in boxes.items()}
         if inboxes:
             self.rounds_used = r
         if keep == "all":
             self.transcript.append(inboxes)
         elif keep is not None:
             self.transcript.append({
-                d: (box if d in keep else Inbox((s, v) for s, v in box.items() if s in keep))
+                d: (box if d in keep else Inbox(((s, v) for s, v in box.items() if s in keep), owner=d, round=r))
                 for d, box in inboxes.items()
             })
         self._inboxes = inboxes
         self.round = r + 1
         self._arrived = 0
-        waiting, self._waiting = self._waiting, []
-        for task, ctx in waiting:
-            ctx._waiting = False
-            ctx.round = r + 1
-            trio.lowlevel.reschedule(task, outcome.Value(inboxes.get(ctx.id, _EMPTY)))
-        for ctx in self._contexts:
-            ctx.round = r + 1
+        self._waiting.clear()
+        self._lot.unpark_all()
         if self._on_round is not None:
             self._on_round(r)
 
@@ -203,7 +180,7 @@ class SyncNetwork:
     def _finish(self) -> None:
         # All parties have returned: flush what was sent after the last barrier, then make
         # sure no later scheduled round was skipped.
-        if any(ctx._out_to for ctx in self._contexts):
+        if any(box.to for box in self._outboxes.values()):
             self._complete_round()
         for r in range(self.round, self.schedule.rounds + 1):
             for s, ds in self.schedule.senders_in(r).items():
@@ -219,7 +196,7 @@ class SyncNetwork:
             await trio.testing.wait_all_tasks_blocked()
             if not self._live:
                 return
-            stuck = [c.id for c in self._contexts if not c._done and not c._waiting]
+            stuck = [pid for pid in self._ids if pid not in self._done and pid not in self._waiting]
             if stuck:
                 raise DeadlockError(
                     f"round {self.round}: part{'ies' if len(stuck) > 1 else 'y'} "

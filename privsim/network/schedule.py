@@ -13,10 +13,15 @@ import networkx as nx
 
 from privsim.errors import ParameterError
 
-__all__ = ["CURATOR", "id_key", "Schedule", "party_ids", "parse_party", "parse_coalition", "sort_ids"]
+__all__ = ["CURATOR", "PUBLIC", "PUBLIC_COALITION", "id_key", "Schedule", "party_ids", "parse_party",
+           "parse_coalition", "sort_ids"]
 
 #: The id of the curator role (the paper's C); parties are the ints 0..n-1 (p_1 is party 0).
 CURATOR = "C"
+#: The outside observer: a coalition that sees exactly what the protocol publishes.
+PUBLIC = "public"
+#: How :func:`parse_coalition` returns it.
+PUBLIC_COALITION: tuple[str] = (PUBLIC,)
 
 def id_key(p: int | str) -> tuple[int, int]:
     """Sort key of party ids: parties in increasing order, the curator last.
@@ -75,14 +80,19 @@ def parse_party(text: str | int, n: int, curator: bool) -> int | str:
 def parse_coalition(text: str | Iterable[int | str] | None, n: int, curator: bool) -> tuple[int | str, ...]:
     """Parse a coalition written ``"0,1,2"``, ``"C"`` or ``"C,0"`` (or given as ids).
 
-    Returns the members in canonical order, without duplicates.
+    Returns the members in canonical order, without duplicates; ``"public"`` (the outside
+    observer, who sees only what the protocol publishes) is :data:`PUBLIC_COALITION`.
 
-    >>> parse_coalition("C,1,0", 4, curator=True)
-    (0, 1, 'C')
+    >>> parse_coalition("C,1,0", 4, curator=True), parse_coalition("public", 4, curator=True)
+    ((0, 1, 'C'), ('public',))
     """
     if text is None:
         return ()
     items = [s for s in text.split(",") if s.strip()] if isinstance(text, str) else list(text)
+    if any(isinstance(s, str) and s.strip().lower() == PUBLIC for s in items):
+        if len(items) > 1:
+            raise ParameterError("coalition: public (the outside observer) cannot be combined with party ids")
+        return PUBLIC_COALITION
     return tuple(sort_ids({parse_party(s, n, curator) for s in items}))
 
 

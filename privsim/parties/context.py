@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from privsim.network.messages import Inbox, Outbox, freeze
 from privsim.network.schedule import CURATOR
 
 if TYPE_CHECKING:
@@ -13,28 +14,6 @@ if TYPE_CHECKING:
     from privsim.parties.rng import TrialRNG
 
 __all__ = ["Inbox", "PartyContext"]
-
-
-class Inbox(dict):
-    """The messages a party received in one round: ``sender -> value``, ordered by sender.
-
-    Values carry the leading trial axis.
-
-    >>> box = Inbox({0: np.array([1, 0]), 2: np.array([1, 1])})
-    >>> box.stack().tolist(), box.total().tolist()
-    ([[1, 1], [0, 1]], [2, 1])
-    """
-
-    def stack(self, axis: int = 1) -> np.ndarray:
-        """The values stacked along ``axis`` (default: ``(trials, senders, ...)``)."""
-        return np.stack(list(self.values()), axis=axis)
-
-    def total(self) -> np.ndarray:
-        """The elementwise sum of all received values (booleans are summed as int64)."""
-        if not self:
-            raise ValueError("empty inbox")
-        stacked = np.stack(list(self.values()), axis=0)  # contiguous copy: faster than axis=1
-        return stacked.sum(axis=0, dtype=np.int64 if stacked.dtype.kind in "bui" else None)
 
 
 class PartyContext:
@@ -64,26 +43,27 @@ class PartyContext:
         inbox = await ctx.end_round()
     """
 
-    __slots__ = ("id", "n", "t", "trials", "input", "round", "_net", "_rng", "_rng_factory",
-                 "_out_to", "_out_val", "_out_bits", "_waiting", "_done", "_output")
+    __slots__ = ("id", "n", "t", "trials", "input", "_net", "_outbox", "_rng", "_rng_factory", "_output",
+                 "_has_output")
 
     def __init__(self, pid: int | str, n: int, t: int, trials: int, input: np.ndarray | None,
-                 net: SyncNetwork, rng_factory: Any) -> None:
+                 net: SyncNetwork, rng_factory: Any, outbox: Outbox | None = None) -> None:
         self.id = pid
         self.n = n
         self.t = t
         self.trials = trials
-        self.input = input
-        self.round = 1
+        self.input = None if input is None else freeze(input)
         self._net = net
+        self._outbox = Outbox() if outbox is None else outbox
         self._rng: TrialRNG | None = None
         self._rng_factory = rng_factory
-        self._out_to: list[int | str] = []
-        self._out_val: list[Any] = []
-        self._out_bits: dict[int | str, int] | None = None
-        self._waiting = False
-        self._done = False
         self._output: Any = None
+        self._has_output = False
+
+    @property
+    def round(self) -> int:
+        """The current round, from 1."""
+        return self._net.round
 
     @property
     def is_curator(self) -> bool:
@@ -101,15 +81,22 @@ class PartyContext:
         """Queue ``value`` for ``to``; it is delivered when the round ends.
 
         ``value`` carries the leading trial axis (or is a scalar, the same in every
-        trial). ``bits`` overrides the per-run size used for the bit count (default: 1 bit
+        trial). The value is frozen when sent: the receiver, and the transcript, get it
+        exactly as it is now, whatever the sender does with its array later. ``bits``
+        overrides the per-run size used for the bit count (default: 1 bit
         per boolean element, the item size otherwise).
         """
-        self._out_to.append(to)
-        self._out_val.append(value)
+        box = self._outbox  # Outbox.put, inlined: this runs once per message
+        box.to.append(to)
+        if value is not box._last:  # a broadcast value is frozen once (see Outbox.put)
+            frozen = freeze(value)
+            box._last = value if frozen is value else None
+            value = frozen
+        box.values.append(value)
         if bits is not None:
-            if self._out_bits is None:
-                self._out_bits = {}
-            self._out_bits[to] = int(bits)
+            if box.bits is None:
+                box.bits = {}
+            box.bits[to] = int(bits)
 
     def send_many(self, tos: list[int | str], values: Any) -> None:
         """Send ``values[:, i]`` to ``tos[i]`` (values shaped ``(trials, len(tos), ...)``)."""
@@ -118,8 +105,9 @@ class PartyContext:
 
     async def end_round(self) -> Inbox:
         """Wait for the round barrier; returns this party's inbox for the round."""
-        return await self._net.end_round(self)
+        return await self._net.end_round(self.id)
 
     def output(self, value: Any) -> None:
-        """Record this party's output (with the trial axis)."""
-        self._output = value
+        """Record this party's output (with the trial axis); frozen like a message."""
+        self._output = freeze(value)
+        self._has_output = True

@@ -1,6 +1,6 @@
 """Per-party random streams with a leading trial axis, reproducible under any batch split.
 
-Seeding (DESIGN.md section 2): trials are grouped in blocks of :data:`TRIAL_BLOCK`. For
+Seeding (docs/architecture.md, "Trials and seeds"): trials are grouped in blocks of :data:`TRIAL_BLOCK`. For
 block ``b`` the root seed gives one :class:`numpy.random.SeedSequence` per role family,
 ``SeedSequence(seed, spawn_key=(family, b))`` (family 0: parties, 1: curator), whose
 ``generate_state`` output is cut into four 64-bit words per party: the words of party
@@ -145,7 +145,9 @@ class TrialRNG:
                 parts.append(getattr(gen, name)(*a, size=(hi - lo, *shape), **kw))
             out = np.concatenate(parts)
         if self.draws is not None:
-            self.draws.append(out)
+            # A copy: the party may go on to change its draw in place, and the view must
+            # hold the random tape as drawn.
+            self.draws.append(out.copy())
         return out
 
     def _slice(self, x: Any, lo: int, hi: int, shape: tuple) -> Any:

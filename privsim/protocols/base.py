@@ -9,32 +9,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from privsim.errors import InputError, ParameterError
-from privsim.network.schedule import Schedule
+from privsim.network.schedule import CURATOR, PUBLIC_COALITION, Schedule
+from privsim.privacy import Privacy, as_claim
 
 if TYPE_CHECKING:
     from privsim.parties.context import PartyContext
 
-__all__ = ["Param", "Privacy", "Protocol", "REQUIRED"]
+__all__ = ["Param", "Privacy", "Protocol", "REQUIRED", "claim_for"]
 
 REQUIRED: Any = object()
-
-
-@dataclass(frozen=True)
-class Privacy:
-    """A privacy claim: (epsilon, delta)-DP of a coalition's view (delta = 0: pure DP).
-
-    >>> Privacy(1.0)
-    Privacy(epsilon=1.0, delta=0.0)
-    """
-
-    epsilon: float
-    delta: float = 0.0
 
 
 class Param:
@@ -204,8 +192,43 @@ class Protocol:
                 raise ParameterError(f"{key} is required ({spec.allowed()})")
             else:
                 value = spec.default
-            setattr(self, key, value)
-        self.validate()
+            object.__setattr__(self, key, value)
+        object.__setattr__(self, "_building", True)
+        try:
+            self.validate()
+        finally:
+            object.__setattr__(self, "_building", False)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        # A claim is computed from the parameters when asked for, while the noise was
+        # calibrated when the protocol was built: letting a parameter change afterwards
+        # would let the two disagree (docs/architecture.md, "Claims and verdicts").
+        if key in self.params and not self.__dict__.get("_building", True):
+            raise ParameterError(f"{type(self).__name__}: parameter {key!r} cannot be changed after "
+                                 f"construction; use protocol.replace({key}=...) for a new, re-validated protocol")
+        object.__setattr__(self, key, value)
+
+    def __delattr__(self, key: str) -> None:
+        if key in self.params:
+            raise ParameterError(f"{type(self).__name__}: parameter {key!r} cannot be deleted")
+        object.__delattr__(self, key)
+
+    def replace(self, **changes: Any) -> Protocol:
+        """A new protocol of the same class with ``changes`` applied, validated afresh.
+
+        >>> from privsim.protocols import RandomizedResponse
+        >>> p = RandomizedResponse(epsilon=1.0)
+        >>> p.replace(epsilon=0.5).epsilon, p.epsilon
+        (0.5, 1.0)
+        >>> p.epsilon = 0.1  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        privsim.errors.ParameterError: RandomizedResponse: parameter 'epsilon' cannot be changed after ...
+        """
+        return type(self)(**{**self.parameters, **changes})
+
+    def __reduce__(self) -> tuple:
+        # Pickle by parameters: rebuilding validates again and never bypasses the freeze.
+        return (_rebuild, (type(self), self.parameters))
 
     def validate(self) -> None:
         """Cross-field checks; raise :class:`ParameterError`. Called after construction."""
@@ -291,6 +314,21 @@ class Protocol:
         """
         return None
 
+    def publishes(self, n: int, t: int) -> tuple[int | str, ...]:
+        """The parties whose outputs the protocol publishes: what coalition ``public`` sees.
+
+        Default: the curator's release when there is a curator, else every party's
+        output. A protocol whose parties' outputs stay private overrides this.
+        """
+        return (CURATOR,) if self.has_curator else tuple(range(n))
+
+    def public_privacy(self, n: int, t: int) -> Privacy | None:
+        """The claim towards the outside observer (coalition ``public``), or ``None``.
+
+        Default: the claim for the empty coalition, :meth:`privacy` of ``()``.
+        """
+        return self.privacy((), n, t)
+
     def audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
                     t: int, x: np.ndarray | None = None,
                     x_prime: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray] | None:
@@ -303,3 +341,20 @@ class Protocol:
         Any score keeps the audit sound: it only affects its power.
         """
         return None
+
+
+def _rebuild(cls: type[Protocol], params: dict[str, Any]) -> Protocol:
+    """Unpickle a protocol by building it again from its parameters."""
+    return cls(**params)
+
+
+def claim_for(protocol: Protocol, members: Sequence[int | str], n: int, t: int) -> Privacy | None:
+    """The protocol's claim for a coalition (``public`` included), checked to be a claim.
+
+    >>> from privsim.protocols import CentralLaplace
+    >>> claim_for(CentralLaplace(epsilon=0.5), ("public",), 4, 3)
+    Privacy(epsilon=0.5, delta=0.0)
+    """
+    if tuple(members) == PUBLIC_COALITION:
+        return as_claim(protocol.public_privacy(n, t), f"{protocol.name or type(protocol).__name__}.public_privacy()")
+    return as_claim(protocol.privacy(members, n, t), f"{protocol.name or type(protocol).__name__}.privacy()")

@@ -50,7 +50,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from privsim.mechanisms import noise as noise_lib
-from privsim.mechanisms.accounting import gaussian_epsilon
 from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import PartyContext
 from privsim.protocols.base import Param, Privacy
@@ -102,6 +101,10 @@ class _Central(IntegerInputs):
         if CURATOR in coalition:
             return None  # C sees every input
         return self.mechanism_privacy() if self.broadcast else Privacy(0.0)
+
+    def public_privacy(self, n: int, t: int) -> Privacy | None:
+        """The outside observer reads C's release: the mechanism's guarantee."""
+        return self.mechanism_privacy()
 
 
 class CentralLaplace(_Central):
@@ -168,8 +171,9 @@ class CentralGaussian(_Central):
                                             rng=ctx.rng, size=())
 
     def mechanism_privacy(self) -> Privacy:
-        if self.rho > 0:  # the Gaussian's exact (eps, delta) curve at this delta
-            return Privacy(gaussian_epsilon(math.sqrt(self.noise_variance()), self.delta, self.max_input),
-                           self.delta)
-        return Privacy(self.epsilon, self.delta)
+        # Exactly a Gaussian mechanism with mu = max_input / sigma ([BW18] Thm 8): its whole
+        # delta(epsilon) curve, reported at this delta; the calibration target beside it.
+        exact = Privacy.gaussian(self.max_input / math.sqrt(self.noise_variance()), delta=self.delta)
+        return exact.with_paper(Privacy.zcdp(self.rho, self.delta) if self.rho > 0
+                                else Privacy(self.epsilon, self.delta))
 

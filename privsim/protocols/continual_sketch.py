@@ -29,7 +29,7 @@ Neighbours and claims (:meth:`privacy`)
 Event level (the paper's): adding or removing one point / one key of one party at one
 step; the mechanisms are ``rho``-zCDP for it (:meth:`event_privacy`). The claim of
 :meth:`privacy` is for the simulator's relation, one party's whole stream changing
-(DESIGN.md section 2): at each step its update can move (remove one point or key, add
+(docs/architecture.md, "Claims and verdicts"): at each step its update can move (remove one point or key, add
 another), a mass of at most 2 per sketch row, so by :func:`~privsim.protocols.continual_sum.stream_rho`
 the releases are ``stream_rho(rho, T_mech, change=2)``-zCDP, reported as (epsilon, delta)
 at ``delta`` (Bun–Steinke Prop. 1.3). A coalition containing C: ``None`` (C receives the

@@ -1,7 +1,7 @@
 """Continual counting as a streaming protocol: parties stream updates, the curator releases running sums.
 
 Pagh & Sejer, "A Fast Gaussian Mechanism under Continual Observation" (2026), section 2 and
-appendix B, in the simulator (DESIGN.md section 4, last item). Each of n parties holds a
+appendix B, in the simulator (docs/architecture.md, "Trials and seeds"). Each of n parties holds a
 stream x_i(1..T) of updates; time step s is round s: every party sends its update for
 step s to the curator C (n messages per round, T rounds), and C releases the running sum
 
@@ -36,7 +36,7 @@ divergence of the released Gaussian is smaller (at T = 16 about 0.75x for one ev
 
 Who sees what, and the claim (:meth:`ContinualSum.privacy`)
 -----------------------------------------------------------
-The claim is for the simulator's neighbour relation (DESIGN.md section 2: x and x'
+The claim is for the simulator's neighbour relation (docs/architecture.md, "Claims and verdicts": x and x'
 differ in one party outside the coalition, here by at most Delta per step), i.e. the
 *party-level* rho of the chosen calibration, reported as (epsilon, delta) with
 ``zcdp_to_approx_dp(rho, delta)`` (Bun–Steinke Prop. 1.3) at the ``delta`` parameter:

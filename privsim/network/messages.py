@@ -1,0 +1,179 @@
+"""What moves on the network: frozen message values, outboxes and read-only inboxes.
+
+A view is what was sent (docs/architecture.md, "Where a message moves"): a value is frozen
+when it is sent (a read-only array; a private copy when the sender still holds a
+writable reference to its memory), and a party receives its messages as a read-only
+:class:`Inbox`. So no party can rewrite the transcript that coalition views are built
+from, whatever it does with what it holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privsim.errors import PrivsimError
+
+__all__ = ["Inbox", "MessageFrozen", "Outbox", "freeze", "message_bits", "seal"]
+
+
+class MessageFrozen(PrivsimError, TypeError):
+    """A party tried to change a message it received (messages are read-only).
+
+    >>> issubclass(MessageFrozen, PrivsimError)
+    True
+    """
+
+
+def _read_only_chain(arr: np.ndarray) -> bool:
+    # An array is safe to share only if no writable array can reach its memory: itself
+    # read-only and every base it views read-only too.
+    while isinstance(arr, np.ndarray):
+        if arr.flags.writeable:
+            return False
+        arr = arr.base
+    return arr is None or isinstance(arr, bytes)
+
+
+def seal(arr: np.ndarray) -> np.ndarray:
+    """Make ``arr`` and every array it views read-only, in place (for memory the engine owns).
+
+    >>> a = np.zeros(3); v = seal(a[1:])
+    >>> a.flags.writeable, freeze(v) is v
+    (False, True)
+    """
+    base: Any = arr
+    while isinstance(base, np.ndarray):
+        base.flags.writeable = False
+        base = base.base
+    return arr
+
+
+def freeze(value: Any) -> Any:
+    """``value`` as it is delivered: arrays read-only (copied if the sender can still write
+    them), tuples and lists as tuples of frozen values, scalars unchanged.
+
+    >>> a = np.array([1, 2])
+    >>> f = freeze(a)
+    >>> a[0] = 9; f.tolist(), f.flags.writeable
+    ([1, 2], False)
+    >>> freeze(f) is f
+    True
+    """
+    if isinstance(value, np.ndarray):
+        if _read_only_chain(value):
+            return value
+        out = value.copy()
+        out.flags.writeable = False
+        return out
+    if isinstance(value, (tuple, list)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def message_bits(value: Any, trials: int) -> int:
+    """Bits per run of one message: 1 per boolean element, the item size otherwise.
+
+    >>> message_bits(np.zeros(10, dtype=bool), 10), message_bits(np.zeros((10, 3)), 10)
+    (1, 192)
+    """
+    if isinstance(value, np.ndarray):
+        per_run = value.size // trials if (value.ndim and value.shape[0] == trials) else value.size
+        return per_run * (1 if value.dtype == np.bool_ else value.dtype.itemsize * 8)
+    if isinstance(value, (bool, np.bool_)):
+        return 1
+    if isinstance(value, (int, float, complex, np.generic)):
+        return 64
+    if isinstance(value, (tuple, list)):
+        return sum(message_bits(v, trials) for v in value)
+    arr = np.asarray(value)
+    return message_bits(arr, trials) if arr.dtype != object else 64 * arr.size
+
+
+class Inbox(dict):
+    """The messages a party received in one round: ``sender -> value``, ordered by sender.
+
+    Values carry the leading trial axis. An inbox is read-only, as is every value in it:
+    changing either raises :class:`MessageFrozen` (or numpy's read-only error) naming the
+    receiver and the round.
+
+    >>> box = Inbox({0: np.array([1, 0]), 2: np.array([1, 1])})
+    >>> box.stack().tolist(), box.total().tolist()
+    ([[1, 1], [0, 1]], [2, 1])
+    >>> box.pop(0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    privsim.network.messages.MessageFrozen: inbox of party ? (round ?) is read-only: ...
+    """
+
+    __slots__ = ("owner", "round")
+
+    def __init__(self, *args: Any, owner: int | str = "?", round: int | str = "?") -> None:
+        super().__init__(*args)
+        self.owner = owner
+        self.round = round
+
+    def _frozen(self, *_: Any, **__: Any) -> Any:
+        raise MessageFrozen(f"inbox of party {self.owner} (round {self.round}) is read-only: received messages "
+                            "cannot be changed; copy what you need (dict(inbox), np.array(value))")
+
+    __setitem__ = __delitem__ = pop = popitem = clear = update = setdefault = __ior__ = _frozen  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple:
+        return (Inbox, (dict(self),), {"owner": self.owner, "round": self.round})
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.owner, self.round = state["owner"], state["round"]
+
+    def stack(self, axis: int = 1) -> np.ndarray:
+        """The values stacked along ``axis`` (default: ``(trials, senders, ...)``)."""
+        return np.stack(list(self.values()), axis=axis)
+
+    def total(self) -> np.ndarray:
+        """The elementwise sum of all received values (booleans are summed as int64)."""
+        if not self:
+            raise ValueError("empty inbox")
+        stacked = np.stack(list(self.values()), axis=0)  # contiguous copy: faster than axis=1
+        return stacked.sum(axis=0, dtype=np.int64 if stacked.dtype.kind in "bui" else None)
+
+
+class Outbox:
+    """What one party has queued in the current round, owned by the network.
+
+    ``to`` and ``values`` are parallel lists; ``bits`` holds per-receiver overrides of
+    the bit count (``None`` when there are none).
+
+    >>> box = Outbox(); box.put("C", np.ones(2), None)
+    >>> to, values, bits = box.take()
+    >>> to, values[0].flags.writeable, box.to
+    (['C'], False, [])
+    """
+
+    __slots__ = ("to", "values", "bits", "_last")
+
+    def __init__(self) -> None:
+        self.to: list[int | str] = []
+        self.values: list[Any] = []
+        self.bits: dict[int | str, int] | None = None
+        self._last: Any = None
+
+    def put(self, to: int | str, value: Any, bits: int | None) -> None:
+        """Queue a frozen ``value`` for ``to``."""
+        self.to.append(to)
+        # One value sent to many receivers (a broadcast) is frozen once, but only when
+        # freezing kept it as it is: a writable array may change between two sends.
+        if value is not self._last:
+            frozen = freeze(value)
+            self._last = value if frozen is value else None
+            value = frozen
+        self.values.append(value)
+        if bits is not None:
+            if self.bits is None:
+                self.bits = {}
+            self.bits[to] = int(bits)
+
+    def take(self) -> tuple[list[int | str], list[Any], dict[int | str, int] | None]:
+        """Empty the outbox, returning what it held."""
+        out = (self.to, self.values, self.bits)
+        self.to, self.values, self.bits, self._last = [], [], None, None
+        return out

@@ -1,0 +1,112 @@
+"""privsim's modules import only downward, and never in a cycle (docs/architecture.md, "Layers").
+
+Layers, from the bottom: errors; network (schedule, messages, inboxes); parties; mechanisms;
+privacy claims; protocols; the engine (simulate, results, views, executors, scenarios,
+transports); analysis; the command line; the package itself. A module may import its own
+layer or any below it. Cycles are checked between modules through module-level imports
+(an import inside a function runs later and cannot half-initialize a module).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent / "privsim"
+
+#: (prefix, layer): the longest matching prefix of a module's dotted name decides.
+LAYERS = [
+    ("privsim.errors", 0),
+    ("privsim.network", 1),
+    ("privsim.parties", 2),
+    ("privsim.mechanisms", 3),
+    ("privsim.privacy", 4),
+    ("privsim.protocols", 5),
+    ("privsim.simulate", 6), ("privsim.views", 6), ("privsim.accuracy", 6), ("privsim.executors", 6),
+    ("privsim.scenario", 6), ("privsim.resources", 6), ("privsim.transport", 6), ("privsim.backend", 6),
+    ("privsim.analysis", 7),
+    ("privsim.cli", 8), ("privsim.cli_reference", 8), ("privsim.__main__", 8),
+    ("privsim", 9),
+]
+
+
+def layer(module: str) -> int:
+    best = max((p for p, _ in LAYERS if module == p or module.startswith(p + ".")), key=len, default=None)
+    assert best is not None, f"{module}: give it a layer in tests/test_layers.py"
+    return dict(LAYERS)[best]
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    return isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING" or (
+        isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
+
+
+def imports(module: str, path: Path, known: set[str]) -> list[tuple[str, bool]]:
+    """(imported privsim module, at module level?) for every runtime import in ``path``."""
+    tree = ast.parse(path.read_text())
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[tuple[str, bool]] = []
+
+    def visit(node: ast.AST, top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                continue
+            if isinstance(child, ast.Import):
+                found.extend((a.name, top) for a in child.names if a.name.startswith("privsim"))
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - child.level + 1] + [base]).strip(".")
+                if base.startswith("privsim"):
+                    for a in child.names:  # `from privsim.x import y`: y may be a module itself
+                        sub = f"{base}.{a.name}"
+                        found.append((sub if sub in known else base, top))
+            inner = top and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            visit(child, inner)
+
+    visit(tree, True)
+    return found
+
+
+MODULES = modules()
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_go_downward(module):
+    own = layer(module)
+    upward = sorted({m for m, _ in imports(module, MODULES[module], set(MODULES))
+                     if m != module and layer(m) > own and not module.startswith(m + ".")})
+    assert not upward, f"{module} (layer {own}) imports upward: {upward}"
+
+
+def test_no_import_cycles():
+    graph = nx.DiGraph()
+    for module, path in MODULES.items():
+        for m, top in imports(module, path, set(MODULES)):
+            # A package's __init__ importing its own submodules is how a package is built.
+            if top and m != module and not m.startswith(module + "."):
+                graph.add_edge(module, m)
+    cycles = list(nx.simple_cycles(graph))
+    assert not cycles, f"import cycles: {cycles[:5]}"
+
+
+def test_the_checker_sees_an_upward_import(tmp_path):
+    fake = tmp_path / "privsim" / "network"
+    fake.mkdir(parents=True)
+    (fake / "bad.py").write_text("from privsim.analysis.audit import audit\n")
+    found = imports("privsim.network.bad", fake / "bad.py", set(MODULES))
+    assert any(layer(m) > layer("privsim.network.bad") for m, _ in found)
