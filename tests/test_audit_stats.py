@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from privsim.analysis import audit_bounds, audit_events, audit_select, audit_stats
+from privsim.analysis import audit_bounds, audit_events, audit_select, audit_selectors, audit_stats
 from privsim.analysis.audit_stats import (
     EventCounts,
     LinearScore,
@@ -418,7 +418,7 @@ def test_plan_split() -> None:
         plan_split(1)
 
 
-@pytest.mark.parametrize("module", [audit_bounds, audit_events, audit_select, audit_stats])
+@pytest.mark.parametrize("module", [audit_bounds, audit_events, audit_select, audit_selectors, audit_stats])
 def test_docstring_examples_run(module) -> None:
     # audit_stats now only re-exports (issue 18: the audit split by job); its examples
     # live in the modules that define the names.

@@ -3,7 +3,7 @@
 :func:`audit` runs the protocol in batches under neighbouring inputs x and x' (x' = x with
 the neighbour's input flipped) and turns the coalition's view of each batch into an
 array. The first part of the batches chooses a distinguishing event
-(:mod:`privsim.analysis.audit_select`), the rest estimate Pr[S | x] and Pr[S | x'] with
+(:mod:`privsim.analysis.audit_selectors`), the rest estimate Pr[S | x] and Pr[S | x'] with
 one-sided Clopper–Pearson bounds (:mod:`privsim.analysis.audit_bounds`), counted batch by
 batch (:class:`~privsim.analysis.audit_events.EventCounts`). Batches stream: the
 selection sample is the only one held, then one batch per input at a time (on workers,
@@ -61,11 +61,13 @@ __all__ = [
 
 #: Trials per audit batch (whole seeding blocks).
 AUDIT_BATCH_TRIALS = 1 << 15
-#: At most about this many trials per input choose the event (the rest estimate it). At
-#: 10^6 trials this leaves the default fifth to selection: the selectors split it in
-#: four (fit, cut, and the held-out half that picks among them), and with 2^17 the
-#: rare events of many weak messages were cut from 2^15 rows per input.
-MAX_SELECT_TRIALS = 1 << 18
+#: At most about this many trials per input choose the event (the rest estimate it)...
+MAX_SELECT_TRIALS = 1 << 17
+#: ... or this many when several selectors compete: they split the selection sample in
+#: four (fit, cut, and the held-out half that picks among them), and with 2^17 the rare
+#: events of many weak messages were cut on 2^15 rows per input. At 10^6 trials this is
+#: the default fifth.
+MAX_SELECT_TRIALS_COMPETING = 1 << 18
 #: Share of the trials (per input) that :func:`plan_split` gives to event selection.
 #: Measured on randomized response and the Laplace mechanism at 10^6 trials: 0.1 to
 #: 0.3 all meet the power targets; 0.2 leaves room for harder, higher-dimensional views.
@@ -533,13 +535,14 @@ MIN_ESTIMATE_TRIALS = 1000
 DEFAULT_AUDIT_TRIALS = 100_000
 
 
-def split_batches(plan: list[tuple[int, int]], select_fraction: float) -> tuple[int, int]:
+def split_batches(plan: list[tuple[int, int]], select_fraction: float,
+                  max_select: int = MAX_SELECT_TRIALS) -> tuple[int, int]:
     """Selection and estimation batches per input: :func:`plan_split`, with the selection
-    capped near :data:`MAX_SELECT_TRIALS` trials."""
+    capped near ``max_select`` trials."""
     n_select, n_estimate = plan_split(len(plan), select_fraction)
     # Beyond about 2^17 selection trials per input the chosen event hardly improves, while
     # the selection sample is held in memory and worked on sequentially: the rest estimates.
-    cap = max(1, -(-MAX_SELECT_TRIALS // plan[0][1]))
+    cap = max(1, -(-max_select // plan[0][1]))
     if n_select > cap:
         n_select, n_estimate = cap, n_select + n_estimate - cap
     return n_select, n_estimate
@@ -694,7 +697,9 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     entropy = resolve_seed(seed)
     job = _AuditJob(protocol, {"x": x, "xp": xp}, {"x": _derived_seed(entropy, 0), "xp": _derived_seed(entropy, 1)},
                     t, members, plan_audit_batches(trials, n, batch_trials))
-    n_select, n_estimate = split_batches(job.plan, select_fraction)
+    competing = selectors is None or tuple(selectors) != ("view",)
+    n_select, n_estimate = split_batches(job.plan, select_fraction,
+                                         MAX_SELECT_TRIALS_COMPETING if competing else MAX_SELECT_TRIALS)
     _check_estimation_trials(job.plan, n_select, trials, n, batch_trials, select_fraction)
     done = [0]
 

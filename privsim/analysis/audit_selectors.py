@@ -12,8 +12,9 @@ are exactly as sound as with one selector. The selectors (:data:`SELECTORS`):
   gives one, a threshold on the one varying column, or a logistic score);
 - ``"naive-bayes"``: the sum over columns of per-column histogram log-likelihood ratios,
   the optimal test when messages are independent given the input (many weak messages);
-- ``"logistic-lr"``: a logistic-regression score (as the view rule fits it), cut as a
-  log-likelihood ratio (below): exact for views whose log-likelihood ratio is linear;
+- ``"logistic-lr"``: a logistic-regression score (as the view rule fits it, but on the
+  whole proposal half), cut as a log-likelihood ratio (below): the right family for
+  views whose log-likelihood ratio is linear, such as many weak messages;
 - ``"pairs"``: the joint per-outcome likelihood ratio of the best pair of low-cardinality
   columns, residues mod 2 of integer columns included, with no marginal screen: a column
   that is independent of the input on its own (a parity bit) can matter jointly;
@@ -383,11 +384,12 @@ def _as_outcomes(event: ThresholdEvent, score: BinnedScore, pooled: np.ndarray) 
 
 
 def _propose_logistic(p: _Proposal) -> tuple[str, Event] | None:
-    (fit_x, cut_x), (fit_xp, cut_xp) = _halves(p.x), _halves(p.xp)
-    if _varying_columns(fit_x, fit_xp).size == 0:
+    # A linear score of a few columns hardly overfits: fitted and cut on the whole proposal
+    # half (twice the rows for the weights and the cut; the pick stays on held-out rows).
+    if _varying_columns(p.x, p.xp).size == 0:
         return None
-    score = fit_logistic_score(fit_x, fit_xp, p.columns)
-    event = _threshold_proposal(score, cut_x, cut_xp, p.delta, p.confidence, p.n_estimate)
+    score = fit_logistic_score(p.x, p.xp, p.columns, max_rows=len(p.x))
+    event = _threshold_proposal(score, p.x, p.xp, p.delta, p.confidence, p.n_estimate)
     return None if event is None else ("logistic-lr", event)
 
 
@@ -622,7 +624,9 @@ def choose_event(
         selection sample.
     selectors:
         Which of :data:`SELECTORS` compete (default: all). ``("view",)`` alone is the
-        audit's former rule, on the whole selection sample (no held-out half is needed).
+        audit's former rule, on the whole selection sample (no held-out half is needed);
+        so is a small discrete view (the view rule's ``"discrete"`` kind: per-outcome
+        likelihood ratios over all columns, the optimal family).
 
     Returns
     -------
@@ -641,7 +645,7 @@ def choose_event(
     >>> vx, vxp = rng.laplace(1, 1, (4000, 1)), rng.laplace(0, 1, (4000, 1))
     >>> event, kind = choose_event(vx, vxp, ["y"], 1, 4, selectors=("view",))
     >>> kind, event.describe()
-    ('column', 'y >= 0.998516')
+    ('column', 'y >= 0.997971')
     """
     check_level(delta, confidence)
     select_x = check_views(select_x, columns, "x")
@@ -652,8 +656,10 @@ def choose_event(
     unknown = [s for s in names if s not in _PROPOSERS]
     if unknown or "view" not in names:
         raise ParameterError(f"selectors: must include 'view' and name only {', '.join(SELECTORS)}; got {names}")
-    if kind != "auto" or names == ("view",) or min(len(select_x), len(select_xp)) < 4:
-        chosen = resolve_kind(select_x, select_xp, score, kind)
+    chosen = resolve_kind(select_x, select_xp, score, kind)
+    # A small discrete view is judged outcome by outcome over all its columns: the family
+    # of the Neyman-Pearson lemma itself, which no other selector can beat but by noise.
+    if kind != "auto" or names == ("view",) or chosen == "discrete" or min(len(select_x), len(select_xp)) < 4:
         return select_event(select_x, select_xp, columns, score, chosen, delta=delta, confidence=confidence,
                             n_estimate=n_estimate), chosen
     if not all(np.isfinite(part).all() for part in (select_x, select_xp)):
