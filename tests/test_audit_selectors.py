@@ -25,6 +25,9 @@ from privsim.analysis.audit_selectors import (
     CalibratedScore,
     TreeScore,
     _calibrate,
+    _Proposal,
+    _propose_naive_bayes,
+    _propose_pairs,
     choose_event,
 )
 from privsim.errors import ParameterError
@@ -130,9 +133,13 @@ def test_calibration_recovers_a_scaled_likelihood_ratio():
     assert _calibrate(-y_x, -y_xp) is None  # a score pointing the wrong way is dropped
 
 
+def _proposal(vx, vxp, columns):
+    return _Proposal(vx, vxp, columns, None, 0.0, 0.95, 10**5)
+
+
 def test_naive_bayes_sums_weak_columns():
     # Twelve columns, each a 0.2-DP randomized response of the same bit, and noise: the
-    # naive-Bayes proposal names only the informative columns.
+    # naive-Bayes proposal sums exactly the informative columns.
     def sampler(which, index):
         rng = _rng(9, which, index)
         keep = rng.random((20_000, 12)) < 1 / (1 + math.exp(-0.2))
@@ -140,11 +147,16 @@ def test_naive_bayes_sums_weak_columns():
         return np.column_stack([bits, rng.integers(0, 2, (20_000, 3))]).astype(float)
 
     columns = [f"m{i}" for i in range(12)] + ["n0", "n1", "n2"]
-    event, selection = choose_event(sampler("x", 0), sampler("xp", 0), columns, 1, 8,
-                                    selectors=("view", "naive-bayes"))
-    assert selection == "naive-bayes" and isinstance(event.score, CalibratedScore)
+    label, event = _propose_naive_bayes(_proposal(sampler("x", 0), sampler("xp", 0), columns))
+    assert label == "naive-bayes" and isinstance(event.score, CalibratedScore)
     base = event.score.base
     assert isinstance(base, BinnedScore) and set(base.columns) == set(columns[:12])
+    # Calibrated, the weights read as log-likelihood ratios: a bit's two values differ by
+    # 2 ln(0.55/0.45) = 0.40 (0.2-DP each). The mean over twelve columns of the fitted
+    # difference has a standard deviation near 0.005 and the slope one near 0.02, so
+    # 0.3..0.5 is a five-sigma band that 0.2 or 0.8 cannot pass.
+    spread = np.mean([w[-1] - w[0] for w in base.weights]) * event.score.slope
+    assert 0.3 < spread < 0.5
 
 
 def test_pairs_find_an_xor_that_no_column_shows():
@@ -154,16 +166,22 @@ def test_pairs_find_an_xor_that_no_column_shows():
         rng = _rng(11, which, index)
         b = rng.integers(0, 2, 30_000)
         coin = rng.random(30_000) < 1 / (1 + math.e ** 2)
-        y = (1 if which == "x" else 0) + coin + b + 2 * rng.integers(-50, 50, 30_000)
+        # Mod 200 (even): no boundary, where extreme values of y would tell s apart too.
+        y = ((1 if which == "x" else 0) + coin + b + 2 * rng.integers(0, 100, 30_000)) % 200
         return np.column_stack([y, b, rng.integers(0, 1000, 30_000)]).astype(float)
 
     vx, vxp = sampler("x", 0), sampler("xp", 0)
-    event, selection = choose_event(vx, vxp, ["y", "b", "share"], 1, 8)
-    assert selection == "pairs" and isinstance(event, OutcomeSetEvent)
+    label, event = _propose_pairs(_proposal(vx, vxp, ["y", "b", "share"]))
+    assert label == "pairs" and isinstance(event, OutcomeSetEvent)
     assert event.labels() == ("y mod 2", "b")
     # {y - b odd} (s = 1 under x, the coin is 0 mostly): exactly the outcomes (1, 0), (0, 1).
     assert event.outcomes == frozenset({(1.0, 0.0), (0.0, 1.0)})
     assert event.describe() == "(y mod 2, b) in {(0, 1), (1, 0)}"
+    # Whichever selector the held-out half picks, its event is this one on the views
+    # (the trees, given y mod 2 among their features, can find the same set).
+    picked, _ = choose_event(vx, vxp, ["y", "b", "share"], 1, 8)
+    odd = (vx[:, 0] - vx[:, 1]) % 2 == 1
+    assert np.mean(picked.contains(vx) == odd) > 0.99
 
 
 def test_trees_score_describes_its_features():

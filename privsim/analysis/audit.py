@@ -187,19 +187,31 @@ def neighbouring_inputs(protocol: Protocol, x: np.ndarray, neighbor: int) -> np.
 class AuditStatsResult:
     """What an audit certifies.
 
-    Attributes:
-        epsilon_lower: lower bound on epsilon, valid with probability >= confidence.
-        epsilon_point: plug-in estimate ``ln((p_hat - delta)/q_hat)`` (not a bound).
-        confidence, delta: the level of the statement.
-        event: description of the event E attaining the bound.
-        direction: ``"x over x'"`` (``Pr[E|x] <= e^eps Pr[E|x'] + delta`` is what is
-            tested) or ``"x' over x"``.
-        p_hat, q_hat: estimated Pr[E | numerator input] and Pr[E | denominator input].
-        p_lower, q_upper: their one-sided Clopper–Pearson bounds.
-        trials: trials per input (selection plus estimation).
-        trials_select, trials_estimate: trials per input spent on each part
-            (for x; x' is the same when batches are equal-sized).
-        selection: how the event was chosen (discrete, score, column or logistic).
+    Attributes
+    ----------
+    epsilon_lower:
+        lower bound on epsilon, valid with probability >= confidence.
+    epsilon_point:
+        plug-in estimate ``ln((p_hat - delta)/q_hat)`` (not a bound).
+    confidence, delta:
+        the level of the statement.
+    event:
+        description of the event E attaining the bound.
+    direction:
+        ``"x over x'"`` (``Pr[E|x] <= e^eps Pr[E|x'] + delta`` is what is
+        tested) or ``"x' over x"``.
+    p_hat, q_hat:
+        estimated Pr[E | numerator input] and Pr[E | denominator input].
+    p_lower, q_upper:
+        their one-sided Clopper–Pearson bounds.
+    trials:
+        trials per input (selection plus estimation).
+    trials_select, trials_estimate:
+        trials per input spent on each part
+        (for x; x' is the same when batches are equal-sized).
+    selection:
+        what chose the event: the view rule's kind (discrete, score, column or
+        logistic) or another selector (naive-bayes, logistic-lr, pairs, trees).
 
     >>> r = AuditStatsResult(0.68, 0.69, 0.95, 0.0, "z3 == 1", "x over x'", 0.67, 0.33,
     ...                      0.66, 0.34, 10**6, 2 * 10**5, 8 * 10**5, "discrete")
@@ -228,12 +240,16 @@ class AuditStatsResult:
 def plan_split(n_batches: int, select_fraction: float = DEFAULT_SELECT_FRACTION) -> tuple[int, int]:
     """Split a number of batches (per input) into selection and estimation batches.
 
-    Args:
-        n_batches: batches per input, at least 2.
-        select_fraction: share given to selection, in (0, 1).
+    Parameters
+    ----------
+    n_batches:
+        batches per input, at least 2.
+    select_fraction:
+        share given to selection, in (0, 1).
 
-    Returns:
-        ``(n_batches_select, n_batches_estimate)``, each at least 1.
+    Returns
+    -------
+    ``(n_batches_select, n_batches_estimate)``, each at least 1.
 
     >>> plan_split(50)
     (10, 40)
@@ -453,23 +469,33 @@ def audit_batches(
     two oriented directions share the bounds p_lo and q_hi, each at
     ``(1 - confidence) / 2``.
 
-    Args:
-        sample_batch: ``sample_batch(which, index)`` returns the views of batch
-            ``index`` under ``which`` (``"x"`` or ``"xp"``), a 2-D array with one column
-            per name in ``columns``. Different indices must be independent draws.
-        n_batches_select, n_batches_estimate: batches per input for each part (see
-            :func:`plan_split`).
-        columns: the view's column names.
-        score: optional score callable, see :func:`select_event`.
-        delta, confidence: the level of the statement.
-        kind, selectors: how to choose the event, see
-            :func:`~privsim.analysis.audit_selectors.choose_event`.
+    Parameters
+    ----------
+    sample_batch:
+        ``sample_batch(which, index)`` returns the views of batch
+        ``index`` under ``which`` (``"x"`` or ``"xp"``), a 2-D array with one column
+        per name in ``columns``. Different indices must be independent draws.
+    n_batches_select, n_batches_estimate:
+        batches per input for each part (see
+        :func:`plan_split`).
+    columns:
+        the view's column names.
+    score:
+        optional score callable, see :func:`select_event`.
+    delta, confidence:
+        the level of the statement.
+    kind, selectors:
+        how to choose the event, see
+        :func:`~privsim.analysis.audit_selectors.choose_event`.
 
-    Returns:
-        An :class:`AuditStatsResult`.
+    Returns
+    -------
+    An :class:`AuditStatsResult`.
 
-    Raises:
-        ParameterError: for bad counts, levels or mis-shaped batches.
+    Raises
+    ------
+    ParameterError
+        for bad counts, levels or mis-shaped batches.
 
     >>> rng = np.random.default_rng(np.random.SeedSequence(5))
     >>> def batch(which: str, index: int) -> np.ndarray:

@@ -44,18 +44,26 @@ Direction = Literal[
 def clopper_pearson(k: int | np.ndarray, n: int | np.ndarray, alpha: float, side: Side) -> float | np.ndarray:
     """One-sided exact (Clopper–Pearson) confidence bound for a binomial proportion.
 
-    Args:
-        k: number of successes, ``0 <= k <= n`` (an int or an array, broadcast with n).
-        n: number of trials, ``n >= 1``.
-        alpha: error probability of the one-sided bound, ``0 < alpha < 1``.
-        side: ``"lower"``: ``Pr[p < bound] <= alpha``; ``"upper"``: ``Pr[p > bound] <= alpha``.
+    Parameters
+    ----------
+    k:
+        number of successes, ``0 <= k <= n`` (an int or an array, broadcast with n).
+    n:
+        number of trials, ``n >= 1``.
+    alpha:
+        error probability of the one-sided bound, ``0 < alpha < 1``.
+    side:
+        ``"lower"``: ``Pr[p < bound] <= alpha``; ``"upper"``: ``Pr[p > bound] <= alpha``.
 
-    Returns:
-        The bound, a float for scalar input, else an array. The lower bound for k = 0 is
-        0 and the upper bound for k = n is 1.
+    Returns
+    -------
+    The bound, a float for scalar input, else an array. The lower bound for k = 0 is
+    0 and the upper bound for k = n is 1.
 
-    Raises:
-        ParameterError: for k outside [0, n], n < 1, alpha outside (0, 1) or a bad side.
+    Raises
+    ------
+    ParameterError
+        for k outside [0, n], n < 1, alpha outside (0, 1) or a bad side.
 
     >>> round(clopper_pearson(50, 100, 0.025, "lower"), 4)
     0.3983
@@ -87,13 +95,17 @@ def clopper_pearson(k: int | np.ndarray, n: int | np.ndarray, alpha: float, side
 class EpsilonBound(NamedTuple):
     """The result of :func:`epsilon_lower_bound` (unpacks as a 3-tuple).
 
-    Attributes:
-        epsilon_lower: the certified lower bound on epsilon (0.0 when nothing is certified).
-        direction: which inequality attains it, e.g. ``"event, x over x'"`` for
-            ``Pr[S | x] <= e^eps Pr[S | x'] + delta`` or ``"complement, x' over x"`` for
-            ``Pr[not S | x'] <= e^eps Pr[not S | x] + delta``.
-        epsilon_point: the plug-in estimate ``ln((p_hat - delta) / q_hat)`` for that
-            direction, floored at 0 (``inf`` when the denominator count is 0).
+    Attributes
+    ----------
+    epsilon_lower:
+        the certified lower bound on epsilon (0.0 when nothing is certified).
+    direction:
+        which inequality attains it, e.g. ``"event, x over x'"`` for
+        ``Pr[S | x] <= e^eps Pr[S | x'] + delta`` or ``"complement, x' over x"`` for
+        ``Pr[not S | x'] <= e^eps Pr[not S | x] + delta``.
+    epsilon_point:
+        the plug-in estimate ``ln((p_hat - delta) / q_hat)`` for that
+        direction, floored at 0 (``inf`` when the denominator count is 0).
 
     >>> EpsilonBound(0.5, "event, x over x'", 0.7).epsilon_lower
     0.5
@@ -121,11 +133,15 @@ def oriented_bounds(
     delta: float,
     alpha_each: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Lower bounds for "event, x over x'" and "complement, x' over x".
+    """Lower bounds (arrays, like the counts) for "event, x over x'" and "complement, x' over x".
 
     Both need only p >= p_lo and q <= q_hi: the Clopper–Pearson bounds of a complement
     are 1 minus those of the event (1 - q >= 1 - q_hi, 1 - p <= 1 - p_lo), so the two
     directions share two one-sided intervals and a union bound over those two suffices.
+
+    >>> forward, backward = oriented_bounds(600, 1000, 300, 1000, 0.0, 0.025)
+    >>> bool(0.5 < forward < 0.6932 and backward < forward)
+    True
     """
     p_lo = clopper_pearson(k_x, n_x, alpha_each, "lower")
     q_hi = clopper_pearson(k_xp, n_xp, alpha_each, "upper")
@@ -135,6 +151,15 @@ def oriented_bounds(
 
 
 def check_level(delta: float, confidence: float) -> None:
+    """Check the level of a statement: ``0 <= delta < 1`` and ``0 < confidence < 1``.
+
+    Raises
+    ------
+    ParameterError
+        Naming the field that is out of range.
+
+    >>> check_level(0.0, 0.95)
+    """
     if not 0.0 <= delta < 1.0:
         raise ParameterError(f"delta must be in [0, 1), got {delta}")
     if not 0.0 < confidence < 1.0:
@@ -159,24 +184,33 @@ def epsilon_lower_bound(
     Clopper–Pearson bounds; the error probability ``1 - confidence`` is split evenly
     (Bonferroni) over the one-sided bounds used, so all directions hold at once.
 
-    Args:
-        k_x, n_x: hits and trials under x.
-        k_xp, n_xp: hits and trials under x'.
-        delta: the delta of the (epsilon, delta) claim being tested, ``0 <= delta < 1``.
-        confidence: probability that the returned bound is valid.
-        oriented: False (default): all four inequalities (S and its complement, x over
-            x' and x' over x) are considered; they need the four bounds p_lo, p_hi,
-            q_lo, q_hi, each at ``alpha / 4``. True: only "event, x over x'" and
-            "complement, x' over x"; both need just p_lo and q_hi, each at
-            ``alpha / 2``. Either is sound for any S fixed in advance; True is tighter
-            when S was chosen (on other samples) as the event likelier under x, and
-            useless when S is in fact likelier under x'.
+    Parameters
+    ----------
+    k_x, n_x:
+        hits and trials under x.
+    k_xp, n_xp:
+        hits and trials under x'.
+    delta:
+        the delta of the (epsilon, delta) claim being tested, ``0 <= delta < 1``.
+    confidence:
+        probability that the returned bound is valid.
+    oriented:
+        False (default): all four inequalities (S and its complement, x over
+        x' and x' over x) are considered; they need the four bounds p_lo, p_hi,
+        q_lo, q_hi, each at ``alpha / 4``. True: only "event, x over x'" and
+        "complement, x' over x"; both need just p_lo and q_hi, each at
+        ``alpha / 2``. Either is sound for any S fixed in advance; True is tighter
+        when S was chosen (on other samples) as the event likelier under x, and
+        useless when S is in fact likelier under x'.
 
-    Returns:
-        An :class:`EpsilonBound` ``(epsilon_lower, direction, epsilon_point)``.
+    Returns
+    -------
+    An :class:`EpsilonBound` ``(epsilon_lower, direction, epsilon_point)``.
 
-    Raises:
-        ParameterError: for a delta or confidence out of range or impossible counts.
+    Raises
+    ------
+    ParameterError
+        for a delta or confidence out of range or impossible counts.
 
     >>> b = epsilon_lower_bound(666_667, 10**6, 333_333, 10**6, oriented=True)
     >>> round(b.epsilon_lower, 3), b.direction, round(b.epsilon_point, 3)

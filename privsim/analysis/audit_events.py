@@ -52,13 +52,19 @@ _COMPLEMENT_OP = {">=": "<", "<": ">=", "<=": ">", ">": "<="}
 class ThresholdEvent:
     """The event ``{value <op> cut}`` on one column or on a score of the whole view.
 
-    Args:
-        cut: the threshold.
-        op: one of ``">="``, ``"<"``, ``"<="``, ``">"``.
-        column: index of the thresholded column in the view (when ``score`` is None).
-        name: what is thresholded, for :meth:`describe` (a column name or ``"score"``).
-        score: a callable ``views -> 1-D array``; when given, it is thresholded instead
-            of a column.
+    Parameters
+    ----------
+    cut:
+        the threshold.
+    op:
+        one of ``">="``, ``"<"``, ``"<="``, ``">"``.
+    column:
+        index of the thresholded column in the view (when ``score`` is None).
+    name:
+        what is thresholded, for :meth:`describe` (a column name or ``"score"``).
+    score:
+        a callable ``views -> 1-D array``; when given, it is thresholded instead
+        of a column.
 
     >>> e = ThresholdEvent(1.0, ">=", column=0, name="y")
     >>> e.contains(np.array([[0.5], [1.0], [2.0]])).tolist(), e.describe()
@@ -132,13 +138,19 @@ def _fmt(value: float) -> str:
 class OutcomeSetEvent:
     """The event "the view, restricted to some columns, is one of these outcomes".
 
-    Args:
-        columns: names of the columns the event looks at.
-        indices: their indices in the view.
-        outcomes: the set of outcome tuples (one value per listed column) in S.
-        member: True: S = rows whose projection is in ``outcomes``; False: S = the rest.
-        moduli: optional, one per column: a modulus m > 0 looks at the column mod m (its
-            residue), 0 at the column itself; empty (the default) means no residues.
+    Parameters
+    ----------
+    columns:
+        names of the columns the event looks at.
+    indices:
+        their indices in the view.
+    outcomes:
+        the set of outcome tuples (one value per listed column) in S.
+    member:
+        True: S = rows whose projection is in ``outcomes``; False: S = the rest.
+    moduli:
+        optional, one per column: a modulus m > 0 looks at the column mod m (its
+        residue), 0 at the column itself; empty (the default) means no residues.
 
     >>> e = OutcomeSetEvent(("z3",), (3,), frozenset({(1.0,)}))
     >>> views = np.array([[0, 0, 0, 1.0], [1, 1, 1, 0.0]])
@@ -215,12 +227,18 @@ class LinearScore:
     Produced by :func:`fit_logistic_score` (then it is the fitted log-odds of "x"
     against "x'"), usable as the ``score`` of a :class:`ThresholdEvent`.
 
-    Args:
-        columns: names of the columns used.
-        indices: their indices in the view.
-        mean, scale: the standardization of each used column.
-        weights: one weight per used column (on the standardized scale).
-        intercept: the constant b.
+    Parameters
+    ----------
+    columns:
+        names of the columns used.
+    indices:
+        their indices in the view.
+    mean, scale:
+        the standardization of each used column.
+    weights:
+        one weight per used column (on the standardized scale).
+    intercept:
+        the constant b.
 
     >>> s = LinearScore(("a",), (0,), np.array([1.0]), np.array([2.0]), np.array([3.0]), 0.5)
     >>> s(np.array([[3.0], [1.0]])).tolist(), s.describe()
@@ -259,8 +277,10 @@ class LinearScore:
 class EventCounts:
     """Streaming hit counts of a fixed event under x and x' (mergeable across workers).
 
-    Args:
-        event: the event S, fixed before any counted batch was drawn.
+    Parameters
+    ----------
+    event:
+        the event S, fixed before any counted batch was drawn.
 
     >>> counts = EventCounts(ThresholdEvent(1.0, ">=", column=0, name="y"))
     >>> counts.add(np.array([[2.0], [0.0]]), np.array([[0.0], [0.5]]))

@@ -65,14 +65,20 @@ def fit_logistic_score(
     (numpy and scipy only). The returned score is the fitted log-odds, so a high score
     means "looks like x".
 
-    Args:
-        views_x, views_xp: selection samples (rows x features) under x and x'.
-        columns: the feature names.
-        l2: ridge penalty on the standardized weights (not on the intercept).
-        max_rows: at most this many rows per input are used (an even stride through each).
+    Parameters
+    ----------
+    views_x, views_xp:
+        selection samples (rows x features) under x and x'.
+    columns:
+        the feature names.
+    l2:
+        ridge penalty on the standardized weights (not on the intercept).
+    max_rows:
+        at most this many rows per input are used (an even stride through each).
 
-    Returns:
-        A :class:`LinearScore`.
+    Returns
+    -------
+    A :class:`LinearScore`.
 
     >>> rng = np.random.default_rng(np.random.SeedSequence(1))
     >>> vx = rng.normal(size=(2000, 2)) + [1.0, 0.0]
@@ -430,29 +436,39 @@ def select_event(
     the width the estimation sample will add; so a rare event whose ratio is large by
     chance does not beat a frequent one whose ratio is large for a reason.
 
-    Args:
-        views_x, views_xp: selection samples (rows x features) under x and x'.
-        columns: the feature names (one per column).
-        score: optional callable ``views -> 1-D array`` (e.g. the protocol's own
-            log-likelihood ratio); thresholded when the view is not discrete.
-        kind: ``"auto"``: ``"discrete"`` if every value is an integer and the sample
-            has few distinct rows (at most 4096, and 20 pooled rows per outcome),
-            else ``"score"`` if a score is given, else ``"column"`` if only one column
-            varies, else ``"logistic"``. ``"discrete"``: the set of outcomes with the
-            largest estimated likelihood ratios, cut where the bound is best, reduced
-            to the columns it depends on. ``"score"``, ``"column"``, ``"logistic"``: a
-            threshold event ``{s >= c}`` or ``{s < c}`` on the given score, the single
-            varying column, or a logistic-regression score (:func:`fit_logistic_score`).
-        delta, confidence: the level the bound will be computed at.
-        n_estimate: trials per input the event will be estimated on (default: as
-            many as in the selection sample).
+    Parameters
+    ----------
+    views_x, views_xp:
+        selection samples (rows x features) under x and x'.
+    columns:
+        the feature names (one per column).
+    score:
+        optional callable ``views -> 1-D array`` (e.g. the protocol's own
+        log-likelihood ratio); thresholded when the view is not discrete.
+    kind:
+        ``"auto"``: ``"discrete"`` if every value is an integer and the sample
+        has few distinct rows (at most 4096, and 20 pooled rows per outcome),
+        else ``"score"`` if a score is given, else ``"column"`` if only one column
+        varies, else ``"logistic"``. ``"discrete"``: the set of outcomes with the
+        largest estimated likelihood ratios, cut where the bound is best, reduced
+        to the columns it depends on. ``"score"``, ``"column"``, ``"logistic"``: a
+        threshold event ``{s >= c}`` or ``{s < c}`` on the given score, the single
+        varying column, or a logistic-regression score (:func:`fit_logistic_score`).
+    delta, confidence:
+        the level the bound will be computed at.
+    n_estimate:
+        trials per input the event will be estimated on (default: as
+        many as in the selection sample).
 
-    Returns:
-        An :class:`OutcomeSetEvent` or a :class:`ThresholdEvent`.
+    Returns
+    -------
+    An :class:`OutcomeSetEvent` or a :class:`ThresholdEvent`.
 
-    Raises:
-        ParameterError: for mis-shaped views, non-finite values, a ``"score"`` kind
-            without a score or a ``"column"`` kind with other than one varying column.
+    Raises
+    ------
+    ParameterError
+        for mis-shaped views, non-finite values, a ``"score"`` kind
+        without a score or a ``"column"`` kind with other than one varying column.
 
     >>> rng = np.random.default_rng(np.random.SeedSequence(3))
     >>> vx = rng.laplace(1.0, 1.0, size=(20_000, 1))

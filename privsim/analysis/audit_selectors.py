@@ -578,9 +578,12 @@ def _held_out_forecast(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, de
         if hits == 0:
             continue
         # The estimate's relative error is that of the numerator's count (it sums over
-        # the same rows); a larger direct count overrules it (an overconfident score
-        # underestimates the tails, and must not win the pick by it).
-        count = max(expected, direct)
+        # the same rows). Where the direct count is larger, the score may be
+        # overconfident (it then underestimates the tails): the plain forecast stands,
+        # with the direct count's own error.
+        if direct > expected:
+            continue
+        count = expected
         p_lo = float(clopper_pearson(hits, rows, alpha, "lower"))
         inflate = float(clopper_pearson(hits, rows, alpha, "upper")) * rows / hits
         q_hi = min(count * inflate / other, 1.0)
