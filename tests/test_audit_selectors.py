@@ -114,7 +114,7 @@ def test_soundness_zero_loss_twenty_audits():
     # 10^5 trials each, at most 5 may exceed; tests/test_audit_stats.py runs 50 audits of
     # randomized response with every selector.)
     columns = ["b0", "b1", "b2", "b3", "k", "g"]
-    results = [audit_batches(_zero_loss_sampler(20_000 + i, 2_000), 2, 8, columns) for i in range(20)]
+    results = [audit_batches(_zero_loss_sampler(20_000 + i, 1_000), 2, 8, columns) for i in range(20)]
     assert sum(r.epsilon_lower > 0 for r in results) <= 3
 
 
@@ -164,11 +164,11 @@ def test_pairs_find_an_xor_that_no_column_shows():
     # through a 2-DP coin, while b alone and y mod 2 alone are fair coins.
     def sampler(which, index):
         rng = _rng(11, which, index)
-        b = rng.integers(0, 2, 30_000)
-        coin = rng.random(30_000) < 1 / (1 + math.e ** 2)
+        b = rng.integers(0, 2, 20_000)
+        coin = rng.random(20_000) < 1 / (1 + math.e ** 2)
         # Mod 200 (even): no boundary, where extreme values of y would tell s apart too.
-        y = ((1 if which == "x" else 0) + coin + b + 2 * rng.integers(0, 100, 30_000)) % 200
-        return np.column_stack([y, b, rng.integers(0, 1000, 30_000)]).astype(float)
+        y = ((1 if which == "x" else 0) + coin + b + 2 * rng.integers(0, 100, 20_000)) % 200
+        return np.column_stack([y, b, rng.integers(0, 1000, 20_000)]).astype(float)
 
     vx, vxp = sampler("x", 0), sampler("xp", 0)
     label, event = _propose_pairs(_proposal(vx, vxp, ["y", "b", "share"]))
