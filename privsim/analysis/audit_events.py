@@ -124,7 +124,12 @@ class ThresholdEvent:
 
 
 def row_keys(rows: np.ndarray) -> np.ndarray:
-    """One opaque, sortable key per row (rows hashed by their bytes)."""
+    """One opaque, sortable key per row (rows hashed by their bytes).
+
+    >>> keys = row_keys(np.array([[0.0, 1.0], [-0.0, 1.0], [1.0, 0.0]]))
+    >>> bool(keys[0] == keys[1]), bool(keys[0] == keys[2])
+    (True, False)
+    """
     # + 0.0 maps -0.0 to 0.0 so that equal floats have equal bytes.
     rows = np.ascontiguousarray(np.asarray(rows, dtype=np.float64) + 0.0)
     return rows.view(np.dtype((np.void, 8 * rows.shape[1]))).ravel()

@@ -353,6 +353,16 @@ def _select_outcome_set(
 
 
 def check_views(views: np.ndarray, columns: Sequence[str], label: str) -> np.ndarray:
+    """The views as a float array, checked: 2-D, one column per name, at least one row.
+
+    Raises
+    ------
+    ParameterError
+        Naming the input (``label``) and the shape that was wrong.
+
+    >>> check_views([[1, 0]], ["a", "b"], "x").dtype
+    dtype('float64')
+    """
     views = np.asarray(views, dtype=float)
     if views.ndim != 2 or views.shape[1] != len(columns):
         raise ParameterError(

@@ -144,6 +144,15 @@ class TreeScore:
         The features' names (``"y"``, ``"y mod 2"``), for :meth:`describe`.
     used:
         The features the trees split on, for :meth:`describe`.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import HistGradientBoostingClassifier
+    >>> v = np.array([[0.0, 3.0], [1.0, 4.0]] * 20)
+    >>> model = HistGradientBoostingClassifier(max_iter=2, min_samples_leaf=1).fit(v[:, 1:] % 2, v[:, 0])
+    >>> s = TreeScore(model, (1,), (2,), ("y mod 2",), (0,))
+    >>> s(v).shape, s.describe()
+    ((40,), 'boosted-trees log-odds of (y mod 2)')
     """
 
     model: Any
