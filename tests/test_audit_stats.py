@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from privsim.analysis import audit_stats
+from privsim.analysis import audit_bounds, audit_events, audit_select, audit_selectors, audit_stats
 from privsim.analysis.audit_stats import (
     EventCounts,
     LinearScore,
@@ -267,8 +267,9 @@ def test_logistic_score_finds_a_linear_signal_as_well_as_the_oracle() -> None:
         return np.column_stack([signal, rng.normal(size=20_000), np.ones(20_000)])
 
     columns = ["a", "b", "noise", "constant"]
-    learned = audit_batches(sampler, 4, 16, columns)
-    oracle = audit_batches(sampler, 4, 16, columns, score=lambda v: v[:, 0] + v[:, 1])
+    # The view rule alone (issue 19 added competing selectors; this pins the logistic one).
+    learned = audit_batches(sampler, 4, 16, columns, selectors=("view",))
+    oracle = audit_batches(sampler, 4, 16, columns, score=lambda v: v[:, 0] + v[:, 1], selectors=("view",))
     assert learned.selection == "logistic" and oracle.selection == "score"
     assert learned.event.startswith("logistic score (")
     assert learned.epsilon_lower > oracle.epsilon_lower - 0.03
@@ -281,7 +282,8 @@ def test_logistic_score_finds_a_linear_signal_as_well_as_the_oracle() -> None:
 
 def test_a_given_score_is_thresholded() -> None:
     result = audit_batches(
-        laplace_sampler(23, 20_000, extra_noise_column=True), 2, 8, ["y", "n"], score=lambda v: v[:, 0]
+        laplace_sampler(23, 20_000, extra_noise_column=True), 2, 8, ["y", "n"], score=lambda v: v[:, 0],
+        selectors=("view",),  # the view rule alone: a given score is what it thresholds
     )
     assert result.selection == "score"
     assert result.event.startswith("score ")
@@ -326,7 +328,8 @@ def test_power_randomized_response_at_a_million_trials() -> None:
 def test_power_laplace_at_a_million_trials() -> None:
     n_select, n_estimate = plan_split(20)
     result = audit_batches(laplace_sampler(seed=2024, rows=50_000), n_select, n_estimate, ["y"])
-    assert result.trials == 10**6 and result.selection == "column"
+    # Whichever selector wins (issue 19), the event thresholds the one column.
+    assert result.trials == 10**6 and "y" in result.event
     assert 0.98 <= result.epsilon_lower <= 1.0
 
 
@@ -415,6 +418,9 @@ def test_plan_split() -> None:
         plan_split(1)
 
 
-def test_docstring_examples_run() -> None:
-    failures, tried = doctest.testmod(audit_stats, optionflags=doctest.ELLIPSIS)
-    assert tried > 10 and failures == 0
+@pytest.mark.parametrize("module", [audit_bounds, audit_events, audit_select, audit_selectors, audit_stats])
+def test_docstring_examples_run(module) -> None:
+    # audit_stats now only re-exports (issue 18: the audit split by job); its examples
+    # live in the modules that define the names.
+    failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert tried >= 1 and failures == 0

@@ -1,0 +1,682 @@
+"""Candidate events chosen honestly: several selectors propose, a held-out part of the selection picks.
+
+The selection sample (views under x and x', disjoint from the estimation sample) is cut
+in two halves per input. On the first (the *proposal* half), each selector proposes its
+best event; on the second (the *held-out* half), the proposals compete on the selection
+criterion of :mod:`privsim.analysis.audit_select`, with Bonferroni over the proposals. No
+estimation view is ever looked at, so the Clopper–Pearson bounds on the estimation sample
+are exactly as sound as with one selector. The selectors (:data:`SELECTORS`):
+
+- ``"view"``: the rule chosen by the view's shape (:func:`~privsim.analysis.audit_select.select_event`:
+  per-outcome likelihood ratios for small discrete views, the protocol's score where it
+  gives one, a threshold on the one varying column, or a logistic score);
+- ``"naive-bayes"``: the sum over columns of per-column histogram log-likelihood ratios,
+  the optimal test when messages are independent given the input (many weak messages);
+- ``"logistic-lr"``: a logistic-regression score (as the view rule fits it, but on the
+  whole proposal half), cut as a log-likelihood ratio (below): the right family for
+  views whose log-likelihood ratio is linear, such as many weak messages;
+- ``"pairs"``: the joint per-outcome likelihood ratio of the best pair of low-cardinality
+  columns, residues mod 2 of integer columns included, with no marginal screen: a column
+  that is independent of the input on its own (a parity bit) can matter jointly;
+- ``"trees"``: gradient-boosted trees (scikit-learn's HistGradientBoostingClassifier) on
+  the columns and the residues of integer columns mod 2, 3 and 4, for interactions in
+  continuous or high-cardinality views.
+
+A score-based proposal (naive Bayes, logistic, trees) is calibrated on the proposal half's second
+half (a logistic fit of the label on the score, so it reads as a log-likelihood ratio
+L) and cut where a smoothed forecast of the final bound is best: under a calibrated L,
+Pr[S | x'] = E_x[e^-L; S], so the rare tail events where the loss of many weak messages
+lives are forecast from the x rows too, not only from the few x' rows that fall there.
+
+Every event stays readable: it names its columns and its rule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import optimize, special, stats
+
+from privsim.analysis.audit_bounds import check_level, clopper_pearson
+from privsim.analysis.audit_events import Event, OutcomeSetEvent, ScoreFn, ThresholdEvent
+from privsim.analysis.audit_select import (
+    SelectionKind,
+    _candidate_cuts,
+    _halves,
+    _reduce_columns,
+    _selection_alpha,
+    _selection_criterion,
+    _varying_columns,
+    check_views,
+    fit_logistic_score,
+    resolve_kind,
+    select_event,
+)
+from privsim.errors import ParameterError
+
+__all__ = ["SELECTORS", "BinnedScore", "CalibratedScore", "TreeScore", "choose_event"]
+
+#: The selectors, in order of preference on ties.
+SELECTORS = ("view", "naive-bayes", "logistic-lr", "pairs", "trees")
+
+# Naive Bayes: at most this many bins per column (exact values when there are no more
+# distinct ones, else pooled quantiles), and a column enters the sum only if its own
+# G-test of "independent of the label" rejects at this level: a column that carries
+# nothing alone adds nothing to a sum of marginal ratios but noise.
+_NB_BINS = 64
+_NB_COLUMN_LEVEL = 0.01
+# Pairs: columns with at most this many distinct values (and residues mod 2), at most
+# this many of them (the first ones), so at most 2016 pairs.
+_PAIR_MAX_VALUES = 16
+_PAIR_MAX_COLUMNS = 64
+# Trees: features and rows per input for the fit, and the small moduli of residues.
+_TREE_MAX_FEATURES = 512
+_TREE_MAX_ROWS = 1 << 14
+_TREE_MODULI = (2, 3, 4)
+# The pick among proposals: one standard error of the held-out half on top of the final
+# bound's width. There are a handful of proposals, not thousands of nested cuts, so the
+# guard of a nested family (3 standard errors, :mod:`audit_select`) would only steer the
+# pick away from the rare events where the loss of many weak messages lives.
+_Z_PICK = 1.0
+# Forecasts within this of the best count as a tie (the earlier selector wins).
+_PICK_TIE = 0.005
+
+
+# --------------------------------------------------------------------------------------
+# Scores the selectors propose (thresholded by ThresholdEvent)
+
+
+@dataclass(frozen=True, eq=False)
+class BinnedScore:
+    """A sum over columns of per-bin weights: a naive-Bayes log-likelihood ratio.
+
+    Parameters
+    ----------
+    columns, indices:
+        The columns summed over (names and indices in the view).
+    edges:
+        Per column, the sorted bin edges (a value v is in bin ``searchsorted(edges, v, "right")``).
+    weights:
+        Per column, one weight per bin (``len(edges) + 1``): the estimated
+        ``ln(Pr[bin | x] / Pr[bin | x'])``.
+
+    Examples
+    --------
+    >>> s = BinnedScore(("a", "b"), (0, 1), (np.array([0.5]), np.array([0.5])),
+    ...                 (np.array([-0.1, 0.1]), np.array([-0.2, 0.2])))
+    >>> s(np.array([[1.0, 1.0], [0.0, 1.0]])).round(3).tolist(), s.describe()
+    ([0.3, 0.1], 'naive-Bayes log-likelihood ratio over (a, b)')
+    """
+
+    columns: tuple[str, ...]
+    indices: tuple[int, ...]
+    edges: tuple[np.ndarray, ...]
+    weights: tuple[np.ndarray, ...]
+
+    def __call__(self, views: np.ndarray) -> np.ndarray:
+        """The score of every row of ``views``."""
+        total = np.zeros(views.shape[0])
+        for index, edges, weights in zip(self.indices, self.edges, self.weights):
+            total += weights[np.searchsorted(edges, views[:, index], side="right")]
+        return total
+
+    def describe(self) -> str:
+        """``"naive-Bayes log-likelihood ratio over (a, b, ...)"``, naming the columns."""
+        return f"naive-Bayes log-likelihood ratio over ({_names(self.columns)})"
+
+
+@dataclass(frozen=True, eq=False)
+class TreeScore:
+    """The log-odds of gradient-boosted trees fitted to tell x (label 1) from x' (label 0).
+
+    Parameters
+    ----------
+    model:
+        A fitted :class:`sklearn.ensemble.HistGradientBoostingClassifier`.
+    indices, moduli:
+        The features: column ``indices[k]`` of the view, taken mod ``moduli[k]`` where
+        that is > 0 (a residue), else as it is.
+    names:
+        The features' names (``"y"``, ``"y mod 2"``), for :meth:`describe`.
+    used:
+        The features the trees split on, for :meth:`describe`.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import HistGradientBoostingClassifier
+    >>> v = np.array([[0.0, 3.0], [1.0, 4.0]] * 20)
+    >>> model = HistGradientBoostingClassifier(max_iter=2, min_samples_leaf=1).fit(v[:, 1:] % 2, v[:, 0])
+    >>> s = TreeScore(model, (1,), (2,), ("y mod 2",), (0,))
+    >>> s(v).shape, s.describe()
+    ((40,), 'boosted-trees log-odds of (y mod 2)')
+    """
+
+    model: Any
+    indices: tuple[int, ...]
+    moduli: tuple[int, ...]
+    names: tuple[str, ...]
+    used: tuple[int, ...]
+
+    def __call__(self, views: np.ndarray) -> np.ndarray:
+        """The fitted log-odds of every row of ``views``."""
+        with _one_thread():
+            return np.asarray(self.model.decision_function(_features(views, self.indices, self.moduli)), dtype=float)
+
+    def describe(self) -> str:
+        """``"boosted-trees log-odds of (y mod 2, b, ...)"``: the features split on."""
+        return f"boosted-trees log-odds of ({_names([self.names[i] for i in self.used])})"
+
+
+@dataclass(frozen=True, eq=False)
+class CalibratedScore:
+    """``slope * base(views) + intercept``: a score rescaled to read as a log-likelihood ratio.
+
+    Examples
+    --------
+    >>> s = CalibratedScore(lambda v: v[:, 0], 2.0, -1.0)
+    >>> s(np.array([[1.0], [0.0]])).tolist()
+    [1.0, -1.0]
+    """
+
+    base: ScoreFn
+    slope: float
+    intercept: float
+
+    def __call__(self, views: np.ndarray) -> np.ndarray:
+        """The calibrated score of every row."""
+        return self.slope * np.asarray(self.base(views), dtype=float) + self.intercept
+
+    def describe(self) -> str:
+        """The base score's description (calibration does not change which rows an event holds)."""
+        describe = getattr(self.base, "describe", None)
+        return describe() if describe is not None else "score"
+
+
+def _one_thread() -> Any:
+    """One OpenMP thread for the trees: on a shared machine, threads that spin while they
+    wait for a busy core made a fit ten times slower; one thread also keeps workers from
+    oversubscribing their cores."""
+    import sklearn.ensemble  # noqa: F401  (loads the OpenMP runtime, so that the limit reaches it)
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1, user_api="openmp")
+
+
+def _names(names: Sequence[str], shown: int = 4) -> str:
+    names = list(names)
+    more = f", ... {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def _features(views: np.ndarray, indices: Sequence[int], moduli: Sequence[int]) -> np.ndarray:
+    out = np.asarray(views[:, list(indices)], dtype=float)
+    for k, m in enumerate(moduli):
+        if m:
+            out[:, k] = np.mod(out[:, k], m)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Cutting a calibrated score
+
+
+def _calibrate(s_x: np.ndarray, s_xp: np.ndarray) -> tuple[float, float] | None:
+    """Slope and intercept of a logistic fit of the label (x: 1) on the score; None if useless."""
+    design = np.concatenate([s_x, s_xp])
+    spread = float(design.std())
+    if not math.isfinite(spread) or spread == 0.0:
+        return None
+    centre = float(design.mean())
+    z = (design - centre) / spread
+    labels = np.concatenate([np.ones(s_x.size), -np.ones(s_xp.size)])
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        margin = labels * (theta[0] * z + theta[1])
+        slope = -labels * special.expit(-margin)
+        return float(np.logaddexp(0.0, -margin).sum()), np.array([slope @ z, slope.sum()])
+
+    a, b = optimize.minimize(loss, np.zeros(2), jac=True, method="L-BFGS-B").x
+    if a <= 0:
+        return None
+    # Balanced labels: the fitted log-odds are the log-likelihood ratio (a prior of 1/2).
+    return float(a / spread), float(b - a * centre / spread + math.log(s_xp.size / s_x.size))
+
+
+def _smooth_cut(l_x: np.ndarray, l_xp: np.ndarray, delta: float, confidence: float,
+                n_estimate: int) -> float | None:
+    """The cut c of {L >= c} whose forecast bound is best, for a calibrated log-likelihood ratio L.
+
+    Under a calibrated L, Pr[L >= c | x'] = E_x[e^-L; L >= c] and Pr[L < c | x] =
+    E_x'[e^L; L < c]: the ratio of an event's two probabilities is forecast from the
+    rows of the likelier input alone (weighted by e^-L), so a rare event's forecast does
+    not rest on the handful of rows the other input puts there. The likelier input's
+    probability is taken one standard error low (a guard against a rare cut that the
+    cut rows happen to favour), and the forecast is the Clopper–Pearson bound these
+    probabilities give on ``n_estimate`` trials. A miscalibrated L only costs power: the
+    held-out pick (:func:`_pick`) judges every proposal by plain counts.
+    """
+    l_x, l_xp = np.clip(np.sort(l_x), -30, 30), np.clip(np.sort(l_xp), -30, 30)
+    cuts = _candidate_cuts(np.concatenate([l_x, l_xp]))
+    if cuts.size == 0:
+        return None
+    below_x = np.searchsorted(l_x, cuts, side="left")  # rows with L < c
+    below_xp = np.searchsorted(l_xp, cuts, side="left")
+    # Suffix sums of e^-L over the x rows (L >= c), prefix sums of e^L over the x' rows (L < c).
+    tail_x = np.concatenate([np.cumsum(np.exp(-l_x)[::-1])[::-1], [0.0]])[below_x]
+    head_xp = np.concatenate([[0.0], np.cumsum(np.exp(l_xp))])[below_xp]
+    alpha = (1.0 - confidence) / 2
+    forward = _forecast(l_x.size - below_x, tail_x, l_x.size, delta, alpha, n_estimate)
+    backward = _forecast(below_xp, head_xp, l_xp.size, delta, alpha, n_estimate)
+    best = np.maximum(forward, backward)
+    return float(cuts[int(np.argmax(best))]) if np.isfinite(best.max()) else None
+
+
+def _forecast(hits: np.ndarray, weighted: np.ndarray, rows: int, delta: float, alpha: float,
+              n_estimate: int) -> np.ndarray:
+    """ln((p_lo - delta)/q_hi) on ``n_estimate`` trials for p = hits/rows (one standard error
+    low) and q = p * weighted/hits (the likelihood-ratio estimate of the ratio)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.maximum(hits - np.sqrt(hits), 0.0) / rows
+        q = np.where(hits > 0, p * weighted / np.maximum(hits, 1), 0.0)
+        p_lo = clopper_pearson(np.minimum(p, 1.0) * n_estimate, n_estimate, alpha, "lower")
+        q_hi = clopper_pearson(np.minimum(q, 1.0) * n_estimate, n_estimate, alpha, "upper")
+        out = np.log(p_lo - delta) - np.log(q_hi)
+    return np.nan_to_num(out, nan=-np.inf)
+
+
+def _pick_alpha(confidence: float, n_select: int, n_estimate: int) -> float:
+    """Per-bound level of a forecast: :data:`_Z_PICK` standard errors of ``n_select``
+    rows on top of the final bound's width on ``n_estimate`` trials."""
+    z = _Z_PICK + stats.norm.isf((1.0 - confidence) / 2) * math.sqrt(n_select / n_estimate)
+    return float(stats.norm.sf(z))
+
+
+def _threshold_proposal(score: ScoreFn, cut_x: np.ndarray, cut_xp: np.ndarray, delta: float,
+                        confidence: float, n_estimate: int) -> ThresholdEvent | None:
+    """Calibrate ``score`` on the cut rows and cut it (see :func:`_smooth_cut`)."""
+    s_x, s_xp = np.asarray(score(cut_x), dtype=float), np.asarray(score(cut_xp), dtype=float)
+    fit = _calibrate(s_x, s_xp)
+    if fit is None:
+        return None
+    calibrated = CalibratedScore(score, *fit)
+    cut = _smooth_cut(fit[0] * s_x + fit[1], fit[0] * s_xp + fit[1], delta, confidence, n_estimate)
+    return None if cut is None else ThresholdEvent(cut, ">=", name="score", score=calibrated)
+
+
+# --------------------------------------------------------------------------------------
+# The selectors: each proposes one event from the proposal half (or None)
+
+
+@dataclass(frozen=True)
+class _Proposal:
+    """The proposal half of the selection sample and the level the bound will be at.
+
+    Every selector fits (or ranks) on one half of it and cuts on the other; the held-out
+    half of the selection sample, which picks among the proposals, is not here."""
+
+    x: np.ndarray
+    xp: np.ndarray
+    columns: Sequence[str]
+    score: ScoreFn | None
+    delta: float
+    confidence: float
+    n_estimate: int
+
+
+def _propose_view(p: _Proposal) -> tuple[str, Event] | None:
+    kind = resolve_kind(p.x, p.xp, p.score, "auto")
+    event = select_event(p.x, p.xp, p.columns, p.score, kind, delta=p.delta, confidence=p.confidence,
+                         n_estimate=p.n_estimate)
+    return kind, event
+
+
+def _g_pvalue(counts_x: np.ndarray, counts_xp: np.ndarray) -> float:
+    """Log p-value of the G-test of "the label is independent of the cell" (a 2 x cells table)."""
+    seen = (counts_x + counts_xp) > 0
+    cx, cxp = counts_x[seen], counts_xp[seen]
+    if cx.size < 2:
+        return 0.0
+    total_x, total_xp = cx.sum(), cxp.sum()
+    expected = (cx + cxp) / (total_x + total_xp)
+    g = 0.0
+    for observed, total in ((cx, total_x), (cxp, total_xp)):
+        present = observed > 0
+        g += 2.0 * float(np.sum(observed[present] * np.log(observed[present] / (expected[present] * total))))
+    return float(stats.chi2.logsf(g, cx.size - 1))
+
+
+def _bins(pooled: np.ndarray) -> np.ndarray:
+    """Bin edges of one column: between distinct values when few, else at pooled quantiles."""
+    values = np.unique(pooled)
+    if values.size <= _NB_BINS:
+        return (values[:-1] + values[1:]) / 2
+    return np.unique(np.quantile(pooled, np.linspace(0, 1, _NB_BINS + 1)[1:-1]))
+
+
+def _propose_naive_bayes(p: _Proposal) -> tuple[str, Event] | None:
+    (fit_x, cut_x), (fit_xp, cut_xp) = _halves(p.x), _halves(p.xp)
+    kept: list[tuple[int, np.ndarray, np.ndarray]] = []
+    for column in _varying_columns(fit_x, fit_xp):
+        edges = _bins(np.concatenate([fit_x[:, column], fit_xp[:, column]]))
+        size = edges.size + 1
+        counts_x = np.bincount(np.searchsorted(edges, fit_x[:, column], side="right"), minlength=size)
+        counts_xp = np.bincount(np.searchsorted(edges, fit_xp[:, column], side="right"), minlength=size)
+        if _g_pvalue(counts_x, counts_xp) > math.log(_NB_COLUMN_LEVEL):
+            continue
+        # Add-1/2 smoothing: an empty bin gets a finite weight.
+        weights = np.log((counts_x + 0.5) / (len(fit_x) + 0.5 * size)) - np.log(
+            (counts_xp + 0.5) / (len(fit_xp) + 0.5 * size))
+        kept.append((int(column), edges, weights))
+    if not kept:
+        return None
+    score = BinnedScore(tuple(p.columns[c] for c, _, _ in kept), tuple(c for c, _, _ in kept),
+                        tuple(e for _, e, _ in kept), tuple(w for _, _, w in kept))
+    event = _threshold_proposal(score, cut_x, cut_xp, p.delta, p.confidence, p.n_estimate)
+    if event is None:
+        return None
+    return "naive-bayes", _as_outcomes(event, score, np.concatenate([fit_x, fit_xp])) if len(kept) == 1 else event
+
+
+def _as_outcomes(event: ThresholdEvent, score: BinnedScore, pooled: np.ndarray) -> Event:
+    """A threshold on one discrete column's weights, said as the set of its values it holds
+    (``"z3 == 1"``); a column binned by quantiles keeps the threshold."""
+    column = score.indices[0]
+    values = np.unique(pooled[:, column])
+    if values.size > _NB_BINS:
+        return event
+    inside = event.contains(np.repeat(values[:, None], pooled.shape[1], axis=1))
+    return OutcomeSetEvent((score.columns[0],), (column,), frozenset((float(v),) for v in values[inside]))
+
+
+def _propose_logistic(p: _Proposal) -> tuple[str, Event] | None:
+    # A linear score of a few columns hardly overfits: fitted and cut on the whole proposal
+    # half (twice the rows for the weights and the cut; the pick stays on held-out rows).
+    if _varying_columns(p.x, p.xp).size == 0:
+        return None
+    score = fit_logistic_score(p.x, p.xp, p.columns, max_rows=len(p.x))
+    event = _threshold_proposal(score, p.x, p.xp, p.delta, p.confidence, p.n_estimate)
+    return None if event is None else ("logistic-lr", event)
+
+
+def _low_cardinality(views_x: np.ndarray, views_xp: np.ndarray) -> list[tuple[int, int]]:
+    """``(column, modulus)`` of the pair candidates: columns with few values, and residues
+    mod 2 of the other integer columns (modulus 0: the column itself)."""
+    out: list[tuple[int, int]] = []
+    for column in _varying_columns(views_x, views_xp):
+        pooled = np.concatenate([views_x[:, column], views_xp[:, column]])
+        if np.unique(pooled).size <= _PAIR_MAX_VALUES:
+            out.append((int(column), 0))
+        elif np.array_equal(pooled, np.round(pooled)):
+            out.append((int(column), 2))
+    return out[:_PAIR_MAX_COLUMNS]
+
+
+def _codes(views: np.ndarray, column: int, modulus: int, values: np.ndarray) -> np.ndarray:
+    """The index of each row's value (or residue) in ``values``; ``values.size`` where it is absent."""
+    v = views[:, column] if not modulus else np.mod(views[:, column], modulus)
+    codes = np.searchsorted(values, v)
+    found = codes < values.size
+    found[found] = values[codes[found]] == v[found]
+    return np.where(found, codes, values.size)
+
+
+def _propose_pairs(p: _Proposal) -> tuple[str, Event] | None:
+    (rank_x, cut_x), (rank_xp, cut_xp) = _halves(p.x), _halves(p.xp)
+    candidates = _low_cardinality(rank_x, rank_xp)
+    if len(candidates) < 2:
+        return None
+    values, codes_x, codes_xp = [], [], []
+    for column, modulus in candidates:
+        pooled = np.concatenate([rank_x[:, column], rank_xp[:, column]])
+        vals = np.unique(pooled if not modulus else np.mod(pooled, modulus))
+        values.append(vals)
+        codes_x.append(_codes(rank_x, column, modulus, vals))
+        codes_xp.append(_codes(rank_xp, column, modulus, vals))
+    best, best_pair = 0.0, None
+    for a in range(len(candidates)):
+        for b in range(a + 1, len(candidates)):
+            cells = values[a].size * values[b].size
+            counts_x = np.bincount(codes_x[a] * values[b].size + codes_x[b], minlength=cells)
+            counts_xp = np.bincount(codes_xp[a] * values[b].size + codes_xp[b], minlength=cells)
+            log_p = _g_pvalue(counts_x, counts_xp)
+            if log_p < best:
+                best, best_pair = log_p, (a, b, counts_x, counts_xp)
+    if best_pair is None:
+        return None
+    a, b, counts_x, counts_xp = best_pair
+    event = _pair_event(p, candidates, values, (a, b), counts_x, counts_xp, cut_x, cut_xp)
+    return None if event is None else ("pairs", event)
+
+
+def _pair_event(p: _Proposal, candidates: list[tuple[int, int]], values: list[np.ndarray], pair: tuple[int, int],
+                counts_x: np.ndarray, counts_xp: np.ndarray, cut_x: np.ndarray, cut_xp: np.ndarray
+                ) -> OutcomeSetEvent | None:
+    """The cells of the pair with the largest likelihood ratios (ranked on the ranking half),
+    as many as the selection criterion on the cut half prefers, reduced to the columns
+    membership depends on."""
+    a, b = pair
+    log_ratio = np.log((counts_x + 0.5) / (counts_x.sum() + 1)) - np.log((counts_xp + 0.5) / (counts_xp.sum() + 1))
+    order = np.argsort(-log_ratio, kind="stable")
+    ends = np.flatnonzero(log_ratio[order][:-1] > log_ratio[order][1:])
+    if ends.size == 0:
+        return None
+    rank_of = np.empty(order.size, dtype=np.intp)
+    rank_of[order] = np.arange(order.size)
+    prefix = []
+    for views in (cut_x, cut_xp):
+        (ca, ma), (cb, mb) = candidates[a], candidates[b]
+        code_a, code_b = _codes(views, ca, ma, values[a]), _codes(views, cb, mb, values[b])
+        known = (code_a < values[a].size) & (code_b < values[b].size)
+        cell = code_a[known] * values[b].size + code_b[known]
+        per_rank = np.bincount(rank_of[cell], minlength=order.size)
+        prefix.append(np.cumsum(per_rank)[ends])
+    n_x, n_xp = len(cut_x), len(cut_xp)
+    alpha = _selection_alpha(p.confidence, ends.size, min(n_x, n_xp), p.n_estimate)
+    criterion = _selection_criterion(prefix[0], n_x, prefix[1], n_xp, p.delta, alpha)
+    mask = np.zeros(order.size, dtype=bool)
+    mask[order[: ends[int(np.argmax(criterion))] + 1]] = True
+    grid = np.array([(va, vb) for va in values[a] for vb in values[b]], dtype=float)
+    kept = _reduce_columns(grid, mask)
+    chosen = frozenset(tuple(float(v) for v in row) for row in grid[mask][:, kept])
+    cols = [candidates[(a, b)[k]] for k in kept]
+    return OutcomeSetEvent(tuple(p.columns[c] for c, _ in cols), tuple(c for c, _ in cols), chosen,
+                           moduli=tuple(m for _, m in cols))
+
+
+def _tree_features(views_x: np.ndarray, views_xp: np.ndarray, columns: Sequence[str]
+                   ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...]]:
+    """The columns that vary, then residues mod 2, 3, 4 of the integer ones with more than 2 values."""
+    varying = [int(c) for c in _varying_columns(views_x, views_xp)]
+    features = [(c, 0) for c in varying]
+    for c in varying:
+        pooled = np.concatenate([views_x[:, c], views_xp[:, c]])
+        if np.array_equal(pooled, np.round(pooled)) and np.unique(pooled[:4096]).size > 2:
+            features += [(c, m) for m in _TREE_MODULI]
+    features = features[:_TREE_MAX_FEATURES]
+    names = tuple(f"{columns[c]} mod {m}" if m else columns[c] for c, m in features)
+    return tuple(c for c, _ in features), tuple(m for _, m in features), names
+
+
+def _propose_trees(p: _Proposal) -> tuple[str, Event] | None:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    (fit_x, cut_x), (fit_xp, cut_xp) = _halves(p.x), _halves(p.xp)
+    fit_x, fit_xp = fit_x[:_TREE_MAX_ROWS], fit_xp[:_TREE_MAX_ROWS]
+    indices, moduli, names = _tree_features(fit_x, fit_xp, p.columns)
+    if not indices:
+        return None
+    design = np.concatenate([_features(fit_x, indices, moduli), _features(fit_xp, indices, moduli)])
+    labels = np.concatenate([np.ones(len(fit_x)), np.zeros(len(fit_xp))])
+    # A fixed random_state: the early-stopping split, hence the event, is a function of the
+    # selection sample alone (identical under every executor).
+    model = HistGradientBoostingClassifier(max_iter=100, max_leaf_nodes=15, learning_rate=0.1,
+                                           early_stopping=True, n_iter_no_change=5, random_state=0)
+    with _one_thread():
+        model.fit(design, labels)
+    score = TreeScore(model, indices, moduli, names, _used_features(model, len(indices)))
+    event = _threshold_proposal(score, cut_x, cut_xp, p.delta, p.confidence, p.n_estimate)
+    return None if event is None else ("trees", event)
+
+
+def _used_features(model: Any, n_features: int) -> tuple[int, ...]:
+    """The features the fitted trees split on, most used first (all, if the model hides them)."""
+    try:
+        used = np.concatenate([tree.nodes["feature_idx"][~tree.nodes["is_leaf"].astype(bool)]
+                               for trees in model._predictors for tree in trees])
+    except (AttributeError, KeyError, ValueError):  # pragma: no cover - another scikit-learn layout
+        return tuple(range(n_features))
+    counts = np.bincount(used.astype(int), minlength=n_features)
+    order = np.argsort(-counts, kind="stable")
+    return tuple(int(i) for i in order if counts[i] > 0) or tuple(range(n_features))
+
+
+_PROPOSERS: dict[str, Callable[[_Proposal], tuple[str, Event] | None]] = {
+    "view": _propose_view,
+    "naive-bayes": _propose_naive_bayes,
+    "logistic-lr": _propose_logistic,
+    "pairs": _propose_pairs,
+    "trees": _propose_trees,
+}
+
+
+# --------------------------------------------------------------------------------------
+# The pick
+
+
+def _pick(proposals: list[tuple[str, Event]], hold_x: np.ndarray, hold_xp: np.ndarray, delta: float,
+          confidence: float, n_estimate: int) -> tuple[Event, str]:
+    """The proposal whose forecast bound on the held-out half is best.
+
+    A forecast is the selection criterion on the held-out counts, with one standard
+    error on top of the final width (:func:`_pick_alpha`). For a threshold on a
+    calibrated score L, the denominator may instead come from the likelier input's rows
+    (Pr[S | x'] = E_x[e^-L; S]), with the numerator's relative error: rare events, where
+    many weak messages leave their loss, are then judged on the ratio their many rows
+    under the likelier input show, not on their few rows under the other one."""
+    n_x, n_xp = len(hold_x), len(hold_xp)
+    alpha = _pick_alpha(confidence, min(n_x, n_xp), n_estimate)
+    values = [_held_out_forecast(event, hold_x, hold_xp, delta, alpha, confidence, n_estimate)
+              for _, event in proposals]
+    # Near-ties go to the first selector (the order of SELECTORS: the simpler, more
+    # readable events first).
+    first = next(k for k, v in enumerate(values) if v >= max(values) - _PICK_TIE)
+    return proposals[first][1], proposals[first][0]
+
+
+def _held_out_forecast(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, delta: float, alpha: float,
+                       confidence: float, n_estimate: int) -> float:
+    """The selection criterion of ``event`` on the held-out half (see :func:`_pick`)."""
+    in_x, in_xp = event.contains(hold_x), event.contains(hold_xp)
+    n_x, n_xp = len(hold_x), len(hold_xp)
+    hits_x, hits_xp = int(np.count_nonzero(in_x)), int(np.count_nonzero(in_xp))
+    plain = float(_selection_criterion(np.array(hits_x), n_x, np.array(hits_xp), n_xp, delta, alpha))
+    score = getattr(event, "score", None)
+    if not isinstance(score, CalibratedScore):
+        return plain
+    l_x, l_xp = np.clip(score(hold_x), -30, 30), np.clip(score(hold_xp), -30, 30)
+    # Per direction: numerator hits and rows, the likelihood-ratio estimate of the
+    # denominator's count (from the numerator's rows), and the direct count.
+    directions = [(hits_x, n_x, float(np.exp(-l_x[in_x]).sum()) * n_xp / n_x, hits_xp, n_xp),
+                  (n_xp - hits_xp, n_xp, float(np.exp(l_xp[~in_xp]).sum()) * n_x / n_xp, n_x - hits_x, n_x)]
+    smooth = [plain]
+    for hits, rows, expected, direct, other in directions:
+        if hits == 0:
+            continue
+        # The estimate's relative error is that of the numerator's count (it sums over
+        # the same rows). Where the direct count is larger, the score may be
+        # overconfident (it then underestimates the tails): the plain forecast stands,
+        # with the direct count's own error.
+        if direct > expected:
+            continue
+        count = expected
+        p_lo = float(clopper_pearson(hits, rows, alpha, "lower"))
+        inflate = float(clopper_pearson(hits, rows, alpha, "upper")) * rows / hits
+        q_hi = min(count * inflate / other, 1.0)
+        if p_lo > delta and q_hi > 0:
+            smooth.append(math.log((p_lo - delta) / q_hi))
+    return max(smooth)
+
+
+def choose_event(
+    select_x: np.ndarray,
+    select_xp: np.ndarray,
+    columns: Sequence[str],
+    n_batches_select: int,
+    n_batches_estimate: int,
+    score: ScoreFn | None = None,
+    *,
+    delta: float = 0.0,
+    confidence: float = 0.95,
+    kind: SelectionKind = "auto",
+    selectors: Sequence[str] | None = None,
+) -> tuple[Event, str]:
+    """Choose the event on the selection sample: selectors propose, a held-out half picks.
+
+    Parameters
+    ----------
+    select_x, select_xp:
+        The selection sample under x and x' (rows x columns).
+    columns:
+        The column names.
+    n_batches_select, n_batches_estimate:
+        Batches per input of each part (the estimation sample's size is forecast from them).
+    score:
+        Optional score callable (e.g. the protocol's own likelihood ratio), used by the
+        ``"view"`` selector.
+    delta, confidence:
+        The level the bound will be computed at.
+    kind:
+        ``"auto"``: the selectors compete as described in the module. Any other kind
+        (``"discrete"``, ``"score"``, ``"column"``, ``"logistic"``) runs
+        :func:`~privsim.analysis.audit_select.select_event` of that kind on the whole
+        selection sample.
+    selectors:
+        Which of :data:`SELECTORS` compete (default: all). ``("view",)`` alone is the
+        audit's former rule, on the whole selection sample (no held-out half is needed);
+        so is a small discrete view (the view rule's ``"discrete"`` kind: per-outcome
+        likelihood ratios over all columns, the optimal family).
+
+    Returns
+    -------
+    tuple
+        ``(event, selection)``: the event, oriented likelier under x, and the name of
+        what chose it (the view kind, ``"naive-bayes"``, ``"pairs"`` or ``"trees"``).
+
+    Raises
+    ------
+    ParameterError
+        For mis-shaped or non-finite views, an unknown selector or a bad level.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> vx, vxp = rng.laplace(1, 1, (4000, 1)), rng.laplace(0, 1, (4000, 1))
+    >>> event, kind = choose_event(vx, vxp, ["y"], 1, 4, selectors=("view",))
+    >>> kind, event.describe()
+    ('column', 'y >= 0.997971')
+    """
+    check_level(delta, confidence)
+    select_x = check_views(select_x, columns, "x")
+    select_xp = check_views(select_xp, columns, "x'")
+    # Batches are assumed of one size, so the estimation sample is forecast from the first part.
+    n_estimate = max(1, select_x.shape[0] * n_batches_estimate // n_batches_select)
+    names = SELECTORS if selectors is None else tuple(selectors)
+    unknown = [s for s in names if s not in _PROPOSERS]
+    if unknown or "view" not in names:
+        raise ParameterError(f"selectors: must include 'view' and name only {', '.join(SELECTORS)}; got {names}")
+    chosen = resolve_kind(select_x, select_xp, score, kind)
+    # A small discrete view is judged outcome by outcome over all its columns: the family
+    # of the Neyman-Pearson lemma itself, which no other selector can beat but by noise.
+    if kind != "auto" or names == ("view",) or chosen == "discrete" or min(len(select_x), len(select_xp)) < 4:
+        return select_event(select_x, select_xp, columns, score, chosen, delta=delta, confidence=confidence,
+                            n_estimate=n_estimate), chosen
+    if not all(np.isfinite(part).all() for part in (select_x, select_xp)):
+        raise ParameterError("views must be finite (no nan or inf) to select an event")
+    (prop_x, hold_x), (prop_xp, hold_xp) = _halves(select_x), _halves(select_xp)
+    proposal = _Proposal(prop_x, prop_xp, columns, score, delta, confidence, n_estimate)
+    proposals = [made for made in (_PROPOSERS[name](proposal) for name in names) if made is not None]
+    return _pick(proposals, hold_x, hold_xp, delta, confidence, n_estimate)
