@@ -34,8 +34,9 @@ def test_catalogue_is_complete():
 def test_scenario_runs(path, capsys, tmp_path):
     data = tomllib.loads(path.read_text())
     if data["protocol"] == "headline":
-        d = run(capsys, "run", path, "--trials", 50, "--json")  # the fewest the headline takes
-        assert d["ns"] == data["ns"] and "rr" in d
+        # The tutorial runs exactly this scenario (test_readme.py, at 50 trials, with its
+        # figure); running the whole study twice would cost a minute of the suite.
+        assert "privsim run scenarios/headline.toml" in (path.parent.parent / "README.md").read_text()
         return
     d = run(capsys, "run", path, "--trials", min(data.get("trials", 50), 40), "--json")
     assert d["protocol"] == data["protocol"] and d["messages"] > 0
