@@ -143,7 +143,10 @@ class Outbox:
     ``to`` and ``values`` are parallel lists; ``bits`` holds per-receiver overrides of
     the bit count (``None`` when there are none).
 
-    >>> box = Outbox(); box.put("C", np.ones(2), None)
+    :meth:`privsim.PartyContext.send` fills it (freezing each value, a broadcast value once:
+    ``_last`` is the last value kept as it was); the network empties it with :meth:`take`.
+
+    >>> box = Outbox(); box.to.append("C"); box.values.append(freeze(np.ones(2)))
     >>> to, values, bits = box.take()
     >>> to, values[0].flags.writeable, box.to
     (['C'], False, [])
@@ -156,21 +159,6 @@ class Outbox:
         self.values: list[Any] = []
         self.bits: dict[int | str, int] | None = None
         self._last: Any = None
-
-    def put(self, to: int | str, value: Any, bits: int | None) -> None:
-        """Queue a frozen ``value`` for ``to``."""
-        self.to.append(to)
-        # One value sent to many receivers (a broadcast) is frozen once, but only when
-        # freezing kept it as it is: a writable array may change between two sends.
-        if value is not self._last:
-            frozen = freeze(value)
-            self._last = value if frozen is value else None
-            value = frozen
-        self.values.append(value)
-        if bits is not None:
-            if self.bits is None:
-                self.bits = {}
-            self.bits[to] = int(bits)
 
     def take(self) -> tuple[list[int | str], list[Any], dict[int | str, int] | None]:
         """Empty the outbox, returning what it held."""

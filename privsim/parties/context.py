@@ -90,9 +90,9 @@ class PartyContext:
         overrides the per-run size used for the bit count (default: 1 bit
         per boolean element, the item size otherwise).
         """
-        box = self._outbox  # Outbox.put, inlined: this runs once per message
+        box = self._outbox  # runs once per message: kept inline
         box.to.append(to)
-        if value is not box._last:  # a broadcast value is frozen (and checked) once (see Outbox.put)
+        if value is not box._last:  # a broadcast value is frozen (and checked) once; a writable one may change
             _check_trial_value(self, value, to)
             frozen = freeze(value)
             box._last = value if frozen is value else None
