@@ -20,3 +20,21 @@ def test_errors_are_one_family():
     for name in ("DeadlockError", "InputError", "ParameterError", "PartyFailure", "ScheduleViolation",
                  "ViewNotRecorded"):
         assert issubclass(getattr(privsim, name), privsim.PrivsimError)
+
+
+def test_every_package_exports_explicitly():
+    # Explicit exports everywhere (trio's habit): no `import *`, and every package names
+    # what it exports in a literal __all__ that holds only names it defines or imports.
+    import ast
+    from pathlib import Path
+
+    root = Path(privsim.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        stars = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)]
+        assert not stars, f"{path.relative_to(root)}: import *"
+        if path.name == "__init__.py":
+            assigned = [n for n in tree.body if isinstance(n, ast.Assign)
+                        and any(getattr(t, "id", "") == "__all__" for t in n.targets)]
+            assert assigned and isinstance(assigned[0].value, ast.List), f"{path.relative_to(root)}: literal __all__"
+            assert all(isinstance(e, ast.Constant) for e in assigned[0].value.elts), path
