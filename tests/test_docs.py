@@ -61,3 +61,11 @@ def test_code_cites_sections_of_docs_architecture_that_exist():
         assert "DESIGN.md" not in src, f"{path}: cite docs/architecture.md, not DESIGN.md"
         cited |= set(re.findall(r'docs/architecture\.md, "([^"]+)"', src))
     assert cited and cited <= sections, sorted(cited - sections)
+
+
+def test_docstrings_are_numpy_style():
+    import re
+
+    google = re.compile(r"^\s*(Args|Arguments|Returns|Raises|Yields):\s*$", flags=re.M)
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "privsim").rglob("*.py") if google.search(p.read_text())]
+    assert not offenders, f"Google-style sections (use numpy's Parameters / Returns / Raises): {offenders}"

@@ -102,15 +102,21 @@ def _geometric_ratio(b: Any) -> Any:
 def laplace_scale(sensitivity: ArrayLike, epsilon: ArrayLike) -> Any:
     """The Laplace scale ``b = GS_f / epsilon`` that makes ``f(x) + Lap(b)`` epsilon-DP.
 
-    Args:
-        sensitivity: the global (l1) sensitivity ``GS_f`` > 0.
-        epsilon: the privacy parameter > 0.
+    Parameters
+    ----------
+    sensitivity
+        the global (l1) sensitivity ``GS_f`` > 0.
+    epsilon
+        the privacy parameter > 0.
 
-    Returns:
+    Returns
+    -------
         ``b`` (a float, or an array if an argument is one).
 
-    Raises:
-        ParameterError: if an argument is not finite and > 0.
+    Raises
+    ------
+    ParameterError
+        if an argument is not finite and > 0.
 
     >>> laplace_scale(2.0, 0.5)
     4.0
@@ -123,15 +129,21 @@ def laplace_scale(sensitivity: ArrayLike, epsilon: ArrayLike) -> Any:
 def laplace_variance(sensitivity: ArrayLike, epsilon: ArrayLike) -> Any:
     """The variance ``2 b^2`` that :func:`laplace_mechanism` adds, ``b = GS_f / epsilon``.
 
-    Args:
-        sensitivity: the global (l1) sensitivity > 0.
-        epsilon: the privacy parameter > 0.
+    Parameters
+    ----------
+    sensitivity
+        the global (l1) sensitivity > 0.
+    epsilon
+        the privacy parameter > 0.
 
-    Returns:
+    Returns
+    -------
         ``2 (sensitivity / epsilon)^2``.
 
-    Raises:
-        ParameterError: if an argument is not finite and > 0.
+    Raises
+    ------
+    ParameterError
+        if an argument is not finite and > 0.
 
     >>> laplace_variance(1.0, 0.5)
     8.0
@@ -149,20 +161,29 @@ def laplace_mechanism(
 ) -> NDArray[np.float64]:
     """Release ``value + Lap(GS_f / epsilon)``, the epsilon-DP Laplace mechanism.
 
-    Args:
-        value: the true answer ``f(x)`` (a number or an array).
-        sensitivity: the global (l1) sensitivity of ``f`` > 0.
-        epsilon: the privacy parameter > 0.
-        rng: a numpy ``Generator`` or a party's trial rng.
-        size: the shape of one trial's noise; ``None`` means ``np.shape(value)``, right for
-            a ``Generator``. With a trial rng and a ``value`` that carries the trial axis,
-            pass ``value.shape[1:]``.
+    Parameters
+    ----------
+    value
+        the true answer ``f(x)`` (a number or an array).
+    sensitivity
+        the global (l1) sensitivity of ``f`` > 0.
+    epsilon
+        the privacy parameter > 0.
+    rng
+        a numpy ``Generator`` or a party's trial rng.
+    size
+        the shape of one trial's noise; ``None`` means ``np.shape(value)``, right for
+        a ``Generator``. With a trial rng and a ``value`` that carries the trial axis,
+        pass ``value.shape[1:]``.
 
-    Returns:
+    Returns
+    -------
         ``value`` plus independent Laplace noise, float64, of the broadcast shape.
 
-    Raises:
-        ParameterError: if ``sensitivity`` or ``epsilon`` is not finite and > 0.
+    Raises
+    ------
+    ParameterError
+        if ``sensitivity`` or ``epsilon`` is not finite and > 0.
 
     >>> rng = np.random.default_rng(1)
     >>> laplace_mechanism(np.zeros(3), 1.0, 1.0, rng).shape
@@ -190,18 +211,26 @@ def gaussian_variance(
       :func:`privsim.mechanisms.accounting.analytic_gaussian_sigma`; not the classic
       ``D sqrt(2 ln(1.25/delta)) / epsilon``, which is larger and needs epsilon < 1.
 
-    Args:
-        sensitivity: the l2 sensitivity ``D`` > 0 (an array is allowed with ``rho``).
-        rho: the zCDP parameter > 0.
-        epsilon: the privacy parameter > 0 (with ``delta``).
-        delta: the privacy parameter in (0, 1) (with ``epsilon``).
+    Parameters
+    ----------
+    sensitivity
+        the l2 sensitivity ``D`` > 0 (an array is allowed with ``rho``).
+    rho
+        the zCDP parameter > 0.
+    epsilon
+        the privacy parameter > 0 (with ``delta``).
+    delta
+        the privacy parameter in (0, 1) (with ``epsilon``).
 
-    Returns:
+    Returns
+    -------
         ``sigma^2``.
 
-    Raises:
-        ParameterError: if the parameters are out of range or not exactly one of
-            ``rho`` or ``(epsilon, delta)`` is given.
+    Raises
+    ------
+    ParameterError
+        if the parameters are out of range or not exactly one of
+        ``rho`` or ``(epsilon, delta)`` is given.
 
     >>> gaussian_variance(1.0, rho=0.5)
     1.0
@@ -232,20 +261,30 @@ def gaussian_mechanism(
 ) -> NDArray[np.float64]:
     """Release ``value + N(0, sigma^2)`` with sigma from :func:`gaussian_variance`.
 
-    Args:
-        value: the true answer ``f(x)`` (a number or an array).
-        sensitivity: the l2 sensitivity of ``f`` > 0.
-        rho: the zCDP parameter > 0; or else
-        epsilon, delta: the (epsilon, delta)-DP target (analytic Gaussian calibration).
-        rng: a numpy ``Generator`` or a party's trial rng.
-        size: the shape of one trial's noise; ``None`` means ``np.shape(value)`` (see
-            :func:`laplace_mechanism`).
+    Parameters
+    ----------
+    value
+        the true answer ``f(x)`` (a number or an array).
+    sensitivity
+        the l2 sensitivity of ``f`` > 0.
+    rho
+        the zCDP parameter > 0; or else
+    epsilon, delta
+        the (epsilon, delta)-DP target (analytic Gaussian calibration).
+    rng
+        a numpy ``Generator`` or a party's trial rng.
+    size
+        the shape of one trial's noise; ``None`` means ``np.shape(value)`` (see
+        :func:`laplace_mechanism`).
 
-    Returns:
+    Returns
+    -------
         ``value`` plus independent Gaussian noise, float64.
 
-    Raises:
-        ParameterError: as :func:`gaussian_variance`.
+    Raises
+    ------
+    ParameterError
+        as :func:`gaussian_variance`.
 
     >>> rng = np.random.default_rng(1)
     >>> gaussian_mechanism(np.zeros((2, 3)), 1.0, rho=0.5, rng=rng).shape
@@ -270,19 +309,29 @@ def discrete_laplace_mechanism(
     worst, so an integer-valued ``f`` with integer sensitivity ``D`` is epsilon-DP with no
     floating-point caveat.
 
-    Args:
-        value: the true integer answer ``f(x)`` (an int or an integer array).
-        sensitivity: the integer l1 sensitivity ``D`` >= 1.
-        epsilon: the privacy parameter > 0.
-        rng: a numpy ``Generator`` or a party's trial rng.
-        size: the shape of one trial's noise; ``None`` means ``np.shape(value)``.
+    Parameters
+    ----------
+    value
+        the true integer answer ``f(x)`` (an int or an integer array).
+    sensitivity
+        the integer l1 sensitivity ``D`` >= 1.
+    epsilon
+        the privacy parameter > 0.
+    rng
+        a numpy ``Generator`` or a party's trial rng.
+    size
+        the shape of one trial's noise; ``None`` means ``np.shape(value)``.
 
-    Returns:
+    Returns
+    -------
         an int64 array.
 
-    Raises:
-        ParameterError: if ``sensitivity`` or ``epsilon`` is out of range.
-        InputError: if ``value`` is not integer-valued.
+    Raises
+    ------
+    ParameterError
+        if ``sensitivity`` or ``epsilon`` is out of range.
+    InputError
+        if ``value`` is not integer-valued.
 
     >>> rng = np.random.default_rng(1)
     >>> discrete_laplace_mechanism(np.array([10, 20]), 1, 1.0, rng).dtype
@@ -305,15 +354,21 @@ def discrete_laplace_mechanism(
 def discrete_laplace_pmf(k: ArrayLike, b: ArrayLike) -> Any:
     """``Pr[K = k] = (1 - a) / (1 + a) * a^|k|`` with ``a = e^{-1/b}``, k an integer.
 
-    Args:
-        k: integer(s) at which to evaluate.
-        b: the scale > 0 (``Pr[k] ∝ exp(-|k| / b)``).
+    Parameters
+    ----------
+    k
+        integer(s) at which to evaluate.
+    b
+        the scale > 0 (``Pr[k] ∝ exp(-|k| / b)``).
 
-    Returns:
+    Returns
+    -------
         the probabilities (float64).
 
-    Raises:
-        ParameterError: if ``b`` is not finite and > 0.
+    Raises
+    ------
+    ParameterError
+        if ``b`` is not finite and > 0.
 
     >>> round(float(discrete_laplace_pmf(0, 1.0)), 6)
     0.462117
@@ -330,15 +385,21 @@ def discrete_laplace_cdf(k: ArrayLike, b: ArrayLike) -> Any:
     ``a^|k| / (1 + a)`` for ``k < 0`` and ``1 - a^(k+1) / (1 + a)`` for ``k >= 0``, with
     ``a = e^{-1/b}``.
 
-    Args:
-        k: integer(s) at which to evaluate.
-        b: the scale > 0.
+    Parameters
+    ----------
+    k
+        integer(s) at which to evaluate.
+    b
+        the scale > 0.
 
-    Returns:
+    Returns
+    -------
         the cumulative probabilities (float64).
 
-    Raises:
-        ParameterError: if ``b`` is not finite and > 0.
+    Raises
+    ------
+    ParameterError
+        if ``b`` is not finite and > 0.
 
     >>> round(float(discrete_laplace_cdf(-1, 1.0) + discrete_laplace_pmf(0, 1.0)), 6)
     0.731059
@@ -357,14 +418,19 @@ def discrete_laplace_variance(b: ArrayLike) -> Any:
 
     It is a little below the continuous ``2 b^2`` and tends to it as ``b`` grows.
 
-    Args:
-        b: the scale > 0.
+    Parameters
+    ----------
+    b
+        the scale > 0.
 
-    Returns:
+    Returns
+    -------
         the variance (float, or array for an array ``b``).
 
-    Raises:
-        ParameterError: if ``b`` is not finite and > 0.
+    Raises
+    ------
+    ParameterError
+        if ``b`` is not finite and > 0.
 
     >>> round(discrete_laplace_variance(1.0), 6)
     1.841347
@@ -393,17 +459,25 @@ def laplace_share(rng: np.random.Generator, b: ArrayLike, m: int, size: Any) -> 
     subtracts its own ``t`` shares; the total of all ``n`` shares has variance
     ``2 b^2 n / (n - t)`` (see :func:`laplace_shares_variance`).
 
-    Args:
-        rng: a numpy ``Generator`` or a party's trial rng.
-        b: the Laplace scale of the sum of ``m`` shares, > 0.
-        m: the number of shares that together make ``Lap(b)``, an integer >= 1.
-        size: the shape of one trial's share.
+    Parameters
+    ----------
+    rng
+        a numpy ``Generator`` or a party's trial rng.
+    b
+        the Laplace scale of the sum of ``m`` shares, > 0.
+    m
+        the number of shares that together make ``Lap(b)``, an integer >= 1.
+    size
+        the shape of one trial's share.
 
-    Returns:
+    Returns
+    -------
         float64 shares of shape ``size`` (``(R, *size)`` with a trial rng).
 
-    Raises:
-        ParameterError: if ``b``, ``m`` or ``size`` is out of range.
+    Raises
+    ------
+    ParameterError
+        if ``b``, ``m`` or ``size`` is out of range.
 
     >>> rng = np.random.default_rng(7)
     >>> laplace_share(rng, 2.0, 5, size=(1000, 5)).sum(axis=1).shape
@@ -422,17 +496,25 @@ def gaussian_share(rng: np.random.Generator, sigma2: ArrayLike, m: int, size: An
     The sum of ``m`` independent shares is exactly ``N(0, sigma2)``; with ``m = n - t``
     the total of all ``n`` shares has variance ``sigma2 n / (n - t)``.
 
-    Args:
-        rng: a numpy ``Generator`` or a party's trial rng.
-        sigma2: the variance of the sum of ``m`` shares, > 0.
-        m: the number of shares that together make ``N(0, sigma2)``, an integer >= 1.
-        size: the shape of one trial's share.
+    Parameters
+    ----------
+    rng
+        a numpy ``Generator`` or a party's trial rng.
+    sigma2
+        the variance of the sum of ``m`` shares, > 0.
+    m
+        the number of shares that together make ``N(0, sigma2)``, an integer >= 1.
+    size
+        the shape of one trial's share.
 
-    Returns:
+    Returns
+    -------
         float64 shares of shape ``size`` (``(R, *size)`` with a trial rng).
 
-    Raises:
-        ParameterError: if ``sigma2``, ``m`` or ``size`` is out of range.
+    Raises
+    ------
+    ParameterError
+        if ``sigma2``, ``m`` or ``size`` is out of range.
 
     >>> rng = np.random.default_rng(7)
     >>> gaussian_share(rng, 4.0, 4, size=3).shape
@@ -455,17 +537,25 @@ def discrete_laplace_share(rng: np.random.Generator, b: ArrayLike, m: int, size:
     ``b = D / epsilon`` that sum is exactly epsilon-DP for an integer sensitivity ``D``;
     take ``m = n - t`` as for :func:`laplace_share`.
 
-    Args:
-        rng: a numpy ``Generator`` or a party's trial rng.
-        b: the scale of the sum of ``m`` shares, > 0.
-        m: the number of shares that together make the discrete Laplace, an integer >= 1.
-        size: the shape of one trial's share.
+    Parameters
+    ----------
+    rng
+        a numpy ``Generator`` or a party's trial rng.
+    b
+        the scale of the sum of ``m`` shares, > 0.
+    m
+        the number of shares that together make the discrete Laplace, an integer >= 1.
+    size
+        the shape of one trial's share.
 
-    Returns:
+    Returns
+    -------
         int64 shares of shape ``size`` (``(R, *size)`` with a trial rng).
 
-    Raises:
-        ParameterError: if ``b``, ``m`` or ``size`` is out of range.
+    Raises
+    ------
+    ParameterError
+        if ``b``, ``m`` or ``size`` is out of range.
 
     >>> rng = np.random.default_rng(7)
     >>> discrete_laplace_share(rng, 3.0, 10, size=(2, 10)).dtype
@@ -487,16 +577,23 @@ def laplace_shares_variance(b: ArrayLike, m: int, count: int) -> Any:
     With ``m = n - t`` and ``count = n`` this is the error variance of the t-private
     secure sum, ``2 b^2 n / (n - t)``.
 
-    Args:
-        b: the Laplace scale of ``m`` shares, > 0.
-        m: shares per ``Lap(b)``, an integer >= 1.
-        count: how many shares are summed, an integer >= 1.
+    Parameters
+    ----------
+    b
+        the Laplace scale of ``m`` shares, > 0.
+    m
+        shares per ``Lap(b)``, an integer >= 1.
+    count
+        how many shares are summed, an integer >= 1.
 
-    Returns:
+    Returns
+    -------
         the variance.
 
-    Raises:
-        ParameterError: if an argument is out of range.
+    Raises
+    ------
+    ParameterError
+        if an argument is out of range.
 
     >>> laplace_shares_variance(1.0, 8, 10)
     2.5
@@ -508,16 +605,23 @@ def laplace_shares_variance(b: ArrayLike, m: int, count: int) -> Any:
 def gaussian_shares_variance(sigma2: ArrayLike, m: int, count: int) -> Any:
     """The variance ``sigma2 count / m`` of the sum of ``count`` Gaussian shares.
 
-    Args:
-        sigma2: the variance of ``m`` shares, > 0.
-        m: shares per ``N(0, sigma2)``, an integer >= 1.
-        count: how many shares are summed, an integer >= 1.
+    Parameters
+    ----------
+    sigma2
+        the variance of ``m`` shares, > 0.
+    m
+        shares per ``N(0, sigma2)``, an integer >= 1.
+    count
+        how many shares are summed, an integer >= 1.
 
-    Returns:
+    Returns
+    -------
         the variance.
 
-    Raises:
-        ParameterError: if an argument is out of range.
+    Raises
+    ------
+    ParameterError
+        if an argument is out of range.
 
     >>> gaussian_shares_variance(2.0, 4, 6)
     3.0
@@ -530,16 +634,23 @@ def discrete_laplace_shares_variance(b: ArrayLike, m: int, count: int) -> Any:
     """The variance of the sum of ``count`` discrete Laplace shares: ``count / m`` times
     :func:`discrete_laplace_variance`.
 
-    Args:
-        b: the scale of ``m`` shares, > 0.
-        m: shares per discrete Laplace, an integer >= 1.
-        count: how many shares are summed, an integer >= 1.
+    Parameters
+    ----------
+    b
+        the scale of ``m`` shares, > 0.
+    m
+        shares per discrete Laplace, an integer >= 1.
+    count
+        how many shares are summed, an integer >= 1.
 
-    Returns:
+    Returns
+    -------
         the variance.
 
-    Raises:
-        ParameterError: if an argument is out of range.
+    Raises
+    ------
+    ParameterError
+        if an argument is out of range.
 
     >>> round(discrete_laplace_shares_variance(1.0, 2, 4), 5)
     3.68269
@@ -561,17 +672,25 @@ def laplace_tail_bound(b: float, m: int = 1, count: int = 1, failure_log2: int =
     ``2^-(failure_log2 + 1)``. For ``count = m`` (one ``Lap(b)``) this is
     ``b (failure_log2 + 1) ln 2``.
 
-    Args:
-        b: the Laplace scale of ``m`` shares, > 0.
-        m: shares per ``Lap(b)``, an integer >= 1.
-        count: how many shares are summed, an integer >= 1.
-        failure_log2: minus log2 of the allowed failure probability, in [1, 1000].
+    Parameters
+    ----------
+    b
+        the Laplace scale of ``m`` shares, > 0.
+    m
+        shares per ``Lap(b)``, an integer >= 1.
+    count
+        how many shares are summed, an integer >= 1.
+    failure_log2
+        minus log2 of the allowed failure probability, in [1, 1000].
 
-    Returns:
+    Returns
+    -------
         ``B`` (a float).
 
-    Raises:
-        ParameterError: if an argument is out of range.
+    Raises
+    ------
+    ParameterError
+        if an argument is out of range.
 
     >>> round(laplace_tail_bound(1.0, failure_log2=40) / math.log(2), 6)
     41.0
@@ -587,17 +706,25 @@ def gaussian_tail_bound(sigma2: float, m: int = 1, count: int = 1, failure_log2:
 
     The sum is ``N(0, sigma2 count / m)``, so ``B`` is its two-sided quantile.
 
-    Args:
-        sigma2: the variance of ``m`` shares, > 0.
-        m: shares per ``N(0, sigma2)``, an integer >= 1.
-        count: how many shares are summed, an integer >= 1.
-        failure_log2: minus log2 of the allowed failure probability, in [1, 1000].
+    Parameters
+    ----------
+    sigma2
+        the variance of ``m`` shares, > 0.
+    m
+        shares per ``N(0, sigma2)``, an integer >= 1.
+    count
+        how many shares are summed, an integer >= 1.
+    failure_log2
+        minus log2 of the allowed failure probability, in [1, 1000].
 
-    Returns:
+    Returns
+    -------
         ``B`` (a float).
 
-    Raises:
-        ParameterError: if an argument is out of range.
+    Raises
+    ------
+    ParameterError
+        if an argument is out of range.
 
     >>> round(gaussian_tail_bound(1.0, failure_log2=1), 4)  # the median of |N(0, 1)|
     0.6745
@@ -614,17 +741,25 @@ def discrete_laplace_tail_bound(b: float, m: int = 1, count: int = 1, failure_lo
     :func:`laplace_tail_bound`, ``B`` is the negative binomial quantile at
     ``2^-(failure_log2 + 1)``.
 
-    Args:
-        b: the scale of ``m`` shares, > 0.
-        m: shares per discrete Laplace, an integer >= 1.
-        count: how many shares are summed, an integer >= 1.
-        failure_log2: minus log2 of the allowed failure probability, in [1, 1000].
+    Parameters
+    ----------
+    b
+        the scale of ``m`` shares, > 0.
+    m
+        shares per discrete Laplace, an integer >= 1.
+    count
+        how many shares are summed, an integer >= 1.
+    failure_log2
+        minus log2 of the allowed failure probability, in [1, 1000].
 
-    Returns:
+    Returns
+    -------
         ``B`` (an int).
 
-    Raises:
-        ParameterError: if an argument is out of range.
+    Raises
+    ------
+    ParameterError
+        if an argument is out of range.
 
     >>> discrete_laplace_tail_bound(1.0, failure_log2=40)
     28

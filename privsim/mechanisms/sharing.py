@@ -71,23 +71,33 @@ def share(
     uniform); the last is ``x - sum mod q``. The joint law of any ``parties - 1`` shares
     is uniform on ``[0, q)^(parties - 1)`` for every ``x``.
 
-    Args:
-        rng: a numpy ``Generator`` or a party's trial rng.
-        x: the secrets, an integer array of any shape with entries in ``[0, q)``.
-        q: the modulus, an integer in ``[2, 2^62]``.
-        parties: the number of shares, an integer >= 1.
-        size: the shape of one trial's secrets; ``None`` means ``np.shape(x)``, right for
-            a ``Generator``. With a trial rng and an ``x`` that carries the trial axis,
-            pass ``x.shape[1:]``.
+    Parameters
+    ----------
+    rng
+        a numpy ``Generator`` or a party's trial rng.
+    x
+        the secrets, an integer array of any shape with entries in ``[0, q)``.
+    q
+        the modulus, an integer in ``[2, 2^62]``.
+    parties
+        the number of shares, an integer >= 1.
+    size
+        the shape of one trial's secrets; ``None`` means ``np.shape(x)``, right for
+        a ``Generator``. With a trial rng and an ``x`` that carries the trial axis,
+        pass ``x.shape[1:]``.
 
-    Returns:
+    Returns
+    -------
         int64 shares with a trailing axis of length ``parties``: shape
         ``(*x.shape, parties)`` (``(R, *size, parties)`` with a trial rng).
 
-    Raises:
-        ParameterError: if ``q``, ``parties`` or ``size`` is out of range, or ``x`` does
-            not fit the shape of the draws.
-        InputError: if ``x`` is not integer-valued in ``[0, q)``.
+    Raises
+    ------
+    ParameterError
+        if ``q``, ``parties`` or ``size`` is out of range, or ``x`` does
+        not fit the shape of the draws.
+    InputError
+        if ``x`` is not integer-valued in ``[0, q)``.
 
     >>> rng = np.random.default_rng(3)
     >>> s = share(rng, np.array([0, 7, 12]), 13, 4)
@@ -113,16 +123,23 @@ def share(
 def reconstruct(shares: ArrayLike, q: int) -> NDArray[np.int64]:
     """The secrets: the sum of the shares mod q along the last axis.
 
-    Args:
-        shares: integer residues in ``[0, q)``, shares along the last axis (at least 1-D).
-        q: the modulus, an integer in ``[2, 2^62]``.
+    Parameters
+    ----------
+    shares
+        integer residues in ``[0, q)``, shares along the last axis (at least 1-D).
+    q
+        the modulus, an integer in ``[2, 2^62]``.
 
-    Returns:
+    Returns
+    -------
         int64 residues in ``[0, q)`` of shape ``shares.shape[:-1]``.
 
-    Raises:
-        ParameterError: if ``q`` is out of range or ``shares`` is 0-dimensional.
-        InputError: if a share is not an integer in ``[0, q)``.
+    Raises
+    ------
+    ParameterError
+        if ``q`` is out of range or ``shares`` is 0-dimensional.
+    InputError
+        if a share is not an integer in ``[0, q)``.
 
     >>> reconstruct(np.array([[2**61, 2**61 + 5]]), 2**62)
     array([5])
@@ -137,17 +154,25 @@ def reconstruct(shares: ArrayLike, q: int) -> NDArray[np.int64]:
 def add_mod(a: ArrayLike, b: ArrayLike, q: int) -> NDArray[np.int64]:
     """``(a + b) mod q`` for residues ``a, b`` in ``[0, q)``, without int64 overflow.
 
-    Args:
-        a: integer residues in ``[0, q)``.
-        b: integer residues in ``[0, q)``, broadcastable against ``a``.
-        q: the modulus, an integer in ``[2, 2^62]``.
+    Parameters
+    ----------
+    a
+        integer residues in ``[0, q)``.
+    b
+        integer residues in ``[0, q)``, broadcastable against ``a``.
+    q
+        the modulus, an integer in ``[2, 2^62]``.
 
-    Returns:
+    Returns
+    -------
         int64 residues in ``[0, q)``.
 
-    Raises:
-        ParameterError: if ``q`` is out of range.
-        InputError: if ``a`` or ``b`` is not an integer in ``[0, q)``.
+    Raises
+    ------
+    ParameterError
+        if ``q`` is out of range.
+    InputError
+        if ``a`` or ``b`` is not an integer in ``[0, q)``.
 
     >>> add_mod(np.array([3, 4]), 4, 5)
     array([2, 3])
@@ -163,16 +188,23 @@ def to_signed(v: ArrayLike, q: int) -> NDArray[np.int64]:
     from ``s mod q``, so a total of signed terms (inputs plus noise) decodes exactly while
     its absolute value stays below ``q/2``.
 
-    Args:
-        v: integer residues in ``[0, q)``.
-        q: the modulus, an integer in ``[2, 2^62]``.
+    Parameters
+    ----------
+    v
+        integer residues in ``[0, q)``.
+    q
+        the modulus, an integer in ``[2, 2^62]``.
 
-    Returns:
+    Returns
+    -------
         int64 signed values.
 
-    Raises:
-        ParameterError: if ``q`` is out of range.
-        InputError: if ``v`` is not an integer in ``[0, q)``.
+    Raises
+    ------
+    ParameterError
+        if ``q`` is out of range.
+    InputError
+        if ``v`` is not an integer in ``[0, q)``.
 
     >>> to_signed(np.array([0, 1, 7, 8, 15]), 16)
     array([ 0,  1,  7, -8, -1])
@@ -195,16 +227,22 @@ def choose_modulus(max_abs_value: float, noise_bound: float = 0.0) -> int:
     probability. Bounds are rounded up to integers first (the totals are integers; for
     fixed point, give the bounds in encoded units, i.e. times ``2^digits``).
 
-    Args:
-        max_abs_value: a bound >= 0 on ``|sum of the true values|``.
-        noise_bound: a bound >= 0 on ``|sum of the noise|`` (0 for no noise).
+    Parameters
+    ----------
+    max_abs_value
+        a bound >= 0 on ``|sum of the true values|``.
+    noise_bound
+        a bound >= 0 on ``|sum of the noise|`` (0 for no noise).
 
-    Returns:
+    Returns
+    -------
         ``q``, a power of two in ``[2, 2^62]``.
 
-    Raises:
-        ParameterError: if a bound is negative or not finite, or ``q`` would exceed
-            ``2^62``.
+    Raises
+    ------
+    ParameterError
+        if a bound is negative or not finite, or ``q`` would exceed
+        ``2^62``.
 
     >>> choose_modulus(100)
     256
@@ -238,17 +276,25 @@ def encode_fixed(x: ArrayLike, digits: int, q: int) -> NDArray[np.int64]:
     6 of Beimel-Nissim-Omri), so a sum of ``L`` encodings is off by at most
     ``L 2^-(digits+1)``; rounding after the noise is added is post-processing.
 
-    Args:
-        x: real numbers with ``round(x * 2^digits)`` in ``[-floor(q/2), ceil(q/2) - 1]``.
-        digits: binary digits after the point, an integer in ``[0, 61]``.
-        q: the modulus, an integer in ``[2, 2^62]``.
+    Parameters
+    ----------
+    x
+        real numbers with ``round(x * 2^digits)`` in ``[-floor(q/2), ceil(q/2) - 1]``.
+    digits
+        binary digits after the point, an integer in ``[0, 61]``.
+    q
+        the modulus, an integer in ``[2, 2^62]``.
 
-    Returns:
+    Returns
+    -------
         int64 residues in ``[0, q)``.
 
-    Raises:
-        ParameterError: if ``digits`` or ``q`` is out of range.
-        InputError: if ``x`` is not finite or does not fit the modulus.
+    Raises
+    ------
+    ParameterError
+        if ``digits`` or ``q`` is out of range.
+    InputError
+        if ``x`` is not finite or does not fit the modulus.
 
     >>> encode_fixed(np.array([1.25, -0.5]), 2, 64)
     array([ 5, 62])
@@ -272,17 +318,25 @@ def encode_fixed(x: ArrayLike, digits: int, q: int) -> NDArray[np.int64]:
 def decode_fixed(v: ArrayLike, digits: int, q: int) -> NDArray[np.float64]:
     """Decode fixed-point residues: ``to_signed(v, q) / 2^digits``.
 
-    Args:
-        v: integer residues in ``[0, q)`` (e.g. a reconstructed sum of encodings).
-        digits: binary digits after the point, an integer in ``[0, 61]``.
-        q: the modulus, an integer in ``[2, 2^62]``.
+    Parameters
+    ----------
+    v
+        integer residues in ``[0, q)`` (e.g. a reconstructed sum of encodings).
+    digits
+        binary digits after the point, an integer in ``[0, 61]``.
+    q
+        the modulus, an integer in ``[2, 2^62]``.
 
-    Returns:
+    Returns
+    -------
         float64 values.
 
-    Raises:
-        ParameterError: if ``digits`` or ``q`` is out of range.
-        InputError: if ``v`` is not an integer in ``[0, q)``.
+    Raises
+    ------
+    ParameterError
+        if ``digits`` or ``q`` is out of range.
+    InputError
+        if ``v`` is not an integer in ``[0, q)``.
 
     >>> q = 2**20
     >>> float(decode_fixed(add_mod(encode_fixed(1.25, 4, q), encode_fixed(-3.5, 4, q), q), 4, q))
