@@ -13,7 +13,7 @@ import trio
 from privsim.accuracy import accuracy_summary
 from privsim.errors import InputError, ParameterError, PartyFailure, PrivsimError, ProtocolError, ViewNotRecorded
 from privsim.network.backend import check_backend, network_class, run_engine
-from privsim.network.messages import Inbox, seal
+from privsim.network.messages import recorded_round, seal
 from privsim.network.network import SyncNetwork
 from privsim.network.schedule import CURATOR, PUBLIC_COALITION, Schedule, id_key, parse_coalition, party_ids, sort_ids
 from privsim.parties.context import PartyContext
@@ -408,8 +408,7 @@ def _over_transport(transport: Any, protocol: Protocol, x: np.ndarray, t: int, e
                                            block_offset=block_offset, record=recorded is not None)
     transcript, draws = run.transcript, run.draws
     if recorded is not None and recorded != "all":  # keep what the coalition's view needs, as in process
-        transcript = [{d: Inbox(((s, v) for s, v in box.items() if d in recorded or s in recorded), owner=d,
-                                round=r) for d, box in inboxes.items()} for r, inboxes in enumerate(transcript, 1)]
+        transcript = [recorded_round(inboxes, recorded, r) for r, inboxes in enumerate(transcript, 1)]
         draws = {pid: d for pid, d in draws.items() if pid in recorded}
     return _result(protocol, x, t, entropy, schedule, block_offset, recorded, run.outputs, run.messages, run.bits,
                    run.rounds, transcript, draws, run.wire_bytes)

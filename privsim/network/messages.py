@@ -15,7 +15,7 @@ import numpy as np
 
 from privsim.errors import PrivsimError
 
-__all__ = ["Inbox", "MessageFrozen", "Outbox", "freeze", "message_bits", "seal"]
+__all__ = ["Inbox", "MessageFrozen", "Outbox", "freeze", "message_bits", "recorded_round", "seal"]
 
 
 class MessageFrozen(PrivsimError, TypeError):
@@ -165,3 +165,17 @@ class Outbox:
         out = (self.to, self.values, self.bits)
         self.to, self.values, self.bits, self._last = [], [], None, None
         return out
+
+
+def recorded_round(inboxes: dict[int | str, Inbox], keep: Any, r: int) -> dict[int | str, Inbox]:
+    """What a transcript keeps of round ``r``: everything (``keep == "all"``), or only the
+    messages sent to or by a party in ``keep`` (what that coalition's view needs).
+
+    >>> box = {"C": Inbox({0: 1, 1: 2}, owner="C", round=1)}
+    >>> dict(recorded_round(box, {0}, 1)["C"])
+    {0: 1}
+    """
+    if keep == "all":
+        return inboxes
+    return {d: (box if d in keep else Inbox(((s, v) for s, v in box.items() if s in keep), owner=d, round=r))
+            for d, box in inboxes.items()}

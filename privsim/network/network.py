@@ -17,7 +17,7 @@ import numpy as np
 import trio
 
 from privsim.errors import DeadlockError, ScheduleViolation
-from privsim.network.messages import Inbox, Outbox, message_bits
+from privsim.network.messages import Inbox, Outbox, message_bits, recorded_round
 from privsim.network.schedule import Schedule, sort_ids
 
 __all__ = ["SyncNetwork", "check_outbox", "message_bits"]
@@ -172,13 +172,8 @@ class SyncNetwork:
         inboxes = {d: Inbox(box, owner=d, round=r) for d, box in boxes.items()}
         if inboxes:
             self.rounds_used = r
-        if keep == "all":
-            self.transcript.append(inboxes)
-        elif keep is not None:
-            self.transcript.append({
-                d: (box if d in keep else Inbox(((s, v) for s, v in box.items() if s in keep), owner=d, round=r))
-                for d, box in inboxes.items()
-            })
+        if keep is not None:
+            self.transcript.append(recorded_round(inboxes, keep, r))
         self._inboxes = inboxes
         self.round = r + 1
         self._arrived = 0
