@@ -716,8 +716,10 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     diff = np.nonzero((x != xp).reshape(n, -1).any(axis=1))[0].tolist()
     if diff != [j]:
         raise InputError(f"x_prime: x and x' must differ in exactly party {j} (they differ in {diff})")
+    # The claims first: a malformed one fails before anything runs, and they set the delta.
+    claim, reference = _claims(protocol, members, n, t)
     if delta is None:
-        delta = default_delta(protocol, members, n, t)
+        delta = 0.0 if reference is None else reference.delta
     if not 0.0 <= float(delta) < 1.0:
         raise ParameterError(f"delta must be in [0, 1) (got {delta})")
     delta = float(delta)
@@ -749,7 +751,6 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
         finally:
             if executor is None or isinstance(executor, str):
                 ex.close()
-    claim, reference = _claims(protocol, members, n, t)
     violated, reason = judge(reference, stats.epsilon_lower, delta, own=claim is not None)
     return AuditResult(
         protocol=protocol.name, params=protocol.parameters, n=n, t=t, coalition=[str(m) for m in members],
