@@ -17,11 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
-import tempfile
-import time
-import uuid
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -31,7 +27,7 @@ import cloudpickle
 
 from privsim.errors import ExecutorError, ParameterError, PrivsimError
 
-__all__ = ["EXECUTORS", "Channel", "DaskExecutor", "Executor", "LocalExecutor", "ProcessExecutor", "TEMP_DIRS",
+__all__ = ["EXECUTORS", "DaskExecutor", "Executor", "LocalExecutor", "ProcessExecutor", "TEMP_DIRS",
            "end_workers", "get_executor", "remove_temp_dirs"]
 
 #: The executor names accepted by ``--executor`` and ``executor=``.
@@ -105,201 +101,6 @@ class _Submitted(Iterator[Any]):
         self._cancel()
 
 
-class Channel:
-    """A value the parent publishes once, which tasks already running in workers can wait for.
-
-    It lets work that does not need the value start before the value exists: an audit's
-    estimation batches are simulated while the parent is still choosing the event they
-    will count, and each batch waits for the event only to count it. Get one from
-    :meth:`Executor.channel`; tasks receive it pickled and call :meth:`get` (blocking) or
-    :meth:`ready`. The parent calls :meth:`publish` (or :meth:`abort`, after which
-    :meth:`get` raises :class:`~privsim.errors.ExecutorError`), then :meth:`close`.
-
-    >>> with LocalExecutor() as ex, ex.channel() as ch:
-    ...     results = ex.map(lambda k: ch.get() * k, [1, 2])  # lazy here: runs after publish
-    ...     ch.publish(10)
-    ...     list(results)
-    [10, 20]
-    """
-
-    _value: Any = None
-    _state = "waiting"
-
-    def publish(self, value: Any) -> None:
-        """Set the value, once; tasks waiting in :meth:`get` resume."""
-        self._value, self._state = value, "published"
-
-    def abort(self) -> None:
-        """Release waiting tasks without a value: their :meth:`get` raises."""
-        if self._state == "waiting":
-            self._state = "aborted"
-
-    def ready(self) -> bool:
-        """Whether :meth:`get` would return (or raise) at once."""
-        return self._state != "waiting"
-
-    def get(self, secede: bool = False) -> Any:
-        """The published value (blocks until there is one).
-
-        With ``secede=True`` a task that has to wait first leaves its worker's thread slot
-        to other tasks (on Dask: :func:`distributed.secede`; a process pool runs tasks in
-        submission order, so there is nothing to leave). A task submitted ahead of work
-        the value depends on must wait this way, or it could hold the slot that work needs."""
-        if self._state == "published":
-            return self._value
-        raise ExecutorError("the run was aborted before its tasks' shared value was published")
-
-    def close(self) -> None:
-        """Release what the channel holds (aborting it if nothing was published)."""
-        self.abort()
-
-    def __enter__(self) -> Channel:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-#: Values received through channels in this (worker) process, newest last: a worker
-#: running many tasks of one run fetches the value once. Keyed by channel; a few kept.
-_RECEIVED: OrderedDict[str, Any] = OrderedDict()
-_RECEIVED_KEEP = 4
-
-
-class _RemoteChannel(Channel):
-    # A channel whose value travels to other processes: each process fetches it once
-    # (then keeps it in _RECEIVED under the channel's unique key).
-    key: str
-
-    def _arrived(self) -> bool:
-        raise NotImplementedError
-
-    def _fetch(self, secede: bool) -> tuple[str, Any]:
-        # Wait for the value: ("value", value), or ("abort", None).
-        raise NotImplementedError
-
-    def ready(self) -> bool:
-        return self.key in _RECEIVED or self._arrived()
-
-    def get(self, secede: bool = False) -> Any:
-        if self.key not in _RECEIVED:
-            kind, value = self._fetch(secede)
-            if kind != "value":
-                return Channel.get(self)  # aborted: raises
-            _RECEIVED[self.key] = value
-            while len(_RECEIVED) > _RECEIVED_KEEP:
-                _RECEIVED.popitem(last=False)
-        return _RECEIVED[self.key]
-
-
-class _FileChannel(_RemoteChannel):
-    # Between this process and its worker processes: the value is a file in a private
-    # temporary directory, written atomically; workers poll for it (every 2 ms at most)
-    # and give up if their parent process is gone.
-    def __init__(self) -> None:
-        self.path = tempfile.mkdtemp(prefix="privsim-channel-")
-        TEMP_DIRS.add(self.path)
-        self.parent = os.getpid()
-        self.key = uuid.uuid4().hex  # (a path may be reused once removed; the key is not)
-
-    def _file(self, name: str) -> str:
-        return os.path.join(self.path, name)
-
-    def _write(self, name: str, data: bytes) -> None:
-        tmp = self._file(name + ".tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, self._file(name))
-
-    def publish(self, value: Any) -> None:
-        self._write("value", cloudpickle.dumps(value))
-
-    def abort(self) -> None:
-        if os.path.isdir(self.path) and not self.ready():
-            self._write("abort", b"")
-
-    def _arrived(self) -> bool:
-        # A directory already removed (the parent closed the channel) counts as aborted.
-        files = (self._file("value"), self._file("abort"))
-        return any(os.path.exists(f) for f in files) or not os.path.isdir(self.path)
-
-    def _fetch(self, secede: bool) -> tuple[str, Any]:
-        pause = 1e-4
-        while not self._arrived():
-            if os.getppid() != self.parent:
-                raise ExecutorError("the parent process is gone; abandoning the task")
-            time.sleep(pause)
-            pause = min(2 * pause, 2e-3)
-        try:
-            with open(self._file("value"), "rb") as fh:
-                return "value", cloudpickle.loads(fh.read())
-        except FileNotFoundError:
-            return "abort", None
-
-    def close(self) -> None:
-        self.abort()
-        shutil.rmtree(self.path, ignore_errors=True)
-        TEMP_DIRS.discard(self.path)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "parent": self.parent, "key": self.key}
-
-
-class _DaskChannel(_RemoteChannel):
-    # A distributed.Variable holding the value and a distributed.Event saying it is
-    # there, both on the cluster's scheduler, so they reach remote workers too.
-    def __init__(self, client: Any) -> None:
-        self.key = f"privsim-channel-{uuid.uuid4().hex}"
-        self._client = client
-
-    def _parts(self) -> tuple[Any, Any]:
-        from distributed import Event, Variable
-
-        kw = {"client": self._client} if self._client is not None else {}
-        return Variable(self.key, **kw), Event(self.key, **kw)
-
-    def _send(self, kind: str, value: Any) -> None:
-        variable, event = self._parts()
-        variable.set(cloudpickle.dumps((kind, value)))
-        event.set()
-
-    def publish(self, value: Any) -> None:
-        self._send("value", value)
-        self._state = "published"
-
-    def abort(self) -> None:
-        if self._state == "waiting":
-            self._send("abort", None)
-            self._state = "aborted"
-
-    def _arrived(self) -> bool:
-        return bool(self._parts()[1].is_set())
-
-    def _fetch(self, secede: bool) -> tuple[str, Any]:
-        variable, event = self._parts()
-        if secede and not event.is_set():
-            from distributed import secede as leave_slot
-
-            try:
-                leave_slot()
-            except ValueError:  # not in a worker's task
-                pass
-        event.wait()
-        return cloudpickle.loads(variable.get())
-
-    def close(self) -> None:
-        try:
-            self.abort()
-            variable, event = self._parts()
-            variable.delete()
-            event.clear()
-        except Exception:  # pragma: no cover - the cluster may already be gone
-            pass
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"key": self.key, "_client": None}
-
-
 class Executor:
     """Maps a function over items, yielding results in order. Use as a context manager.
 
@@ -319,10 +120,6 @@ class Executor:
         when its result is asked for. Closing the returned iterator (``.close()``) gives
         up on the results not yet taken."""
         raise NotImplementedError
-
-    def channel(self) -> Channel:
-        """A :class:`Channel` through which the parent hands tasks a value later."""
-        return Channel()
 
     def close(self) -> None:
         """Release workers (a no-op for the local executor)."""
@@ -348,21 +145,22 @@ class LocalExecutor(Executor):
             yield fn(item)
 
 
-#: Temporary directories of open channels and files being written (removed by their owners, or
-#: by remove_temp_dirs() when a command is interrupted).
+#: Temporary files being written (a figure, see :mod:`privsim.analysis.plots`), removed by
+#: their owners, or by remove_temp_dirs() when a command is interrupted.
 TEMP_DIRS: set[str] = set()
 
 
 def remove_temp_dirs() -> None:
-    """Remove the temporary directories of channels still open (an interrupted command).
+    """Remove the temporary files still registered in :data:`TEMP_DIRS` (an interrupted command).
 
-    >>> ch = ProcessExecutor(workers=1).channel(); remove_temp_dirs(); os.path.isdir(ch.path)
+    >>> import tempfile; fd, path = tempfile.mkstemp(); os.close(fd); TEMP_DIRS.add(path)
+    >>> remove_temp_dirs(); os.path.exists(path)
     False
     """
     for path in list(TEMP_DIRS):
         if os.path.isdir(path):
             shutil.rmtree(path, ignore_errors=True)
-        elif os.path.exists(path):  # a figure being written (privsim.analysis.plots)
+        elif os.path.exists(path):
             os.unlink(path)
         TEMP_DIRS.discard(path)
 
@@ -446,9 +244,6 @@ class ProcessExecutor(Executor):
             futures[index] = blobs[index] = fut = None  # a result taken is not held twice
             yield _unpack(cloudpickle.loads(blob), index, "in a worker process")
 
-    def channel(self) -> Channel:
-        return _FileChannel()
-
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
@@ -478,14 +273,9 @@ class DaskExecutor(Executor):
         # Dask's nannies start workers with MALLOC_TRIM_THRESHOLD_ set, which turns off
         # glibc's adaptive mmap threshold: every array over 128 KiB is then a fresh mmap,
         # and the page faults made numpy about 45% slower in our workers. Unset it for the
-        # clusters we start (an existing cluster keeps its own settings). Their workers
-        # do not sample stacks for Dask's profiler either (every 10 ms by default, taking
-        # the interpreter lock from the task: 5-15% of an audit's time here), and the
-        # event loops' housekeeping ticks (every 20 ms), system monitor (every 0.5 s) and
-        # memory monitors (every 0.1 s in each worker and, for each worker, in this process's
-        # nanny: a tenth of this process's event-loop time during an audit) run less often:
-        # an idle 2-worker cluster then takes 3.5% of a core, not 10.6%. A worker is still
-        # restarted past 95% of its memory limit, within a second.
+        # clusters we start (an existing cluster keeps its own settings); and their workers
+        # do not sample stacks for Dask's profiler (every 10 ms by default, taking the
+        # interpreter lock from the task: 5-15% of an audit's time here).
         environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
         environ.pop("MALLOC_TRIM_THRESHOLD_", None)
         try:
@@ -493,11 +283,7 @@ class DaskExecutor(Executor):
                 self._client = Client(scheduler, timeout="20s")
             else:
                 with dask.config.set({"distributed.nanny.pre-spawn-environ": environ,
-                                      "distributed.worker.profile.enabled": False,
-                                      "distributed.admin.tick.interval": "1s",
-                                      "distributed.admin.system-monitor.interval": "5s",
-                                      "distributed.admin.system-monitor.gil.enabled": False,
-                                      "distributed.worker.memory.monitor-interval": "1s"}):
+                                      "distributed.worker.profile.enabled": False}):
                     self._cluster = LocalCluster(n_workers=int(workers or os.cpu_count() or 1),
                                                  threads_per_worker=1, processes=True, host="127.0.0.1",
                                                  dashboard_address=None)
@@ -527,9 +313,6 @@ class DaskExecutor(Executor):
             except PrivsimError:
                 self._cancel(futures)
                 raise
-
-    def channel(self) -> Channel:
-        return _DaskChannel(self._client)
 
     def _cancel(self, futures: list[Any]) -> None:
         try:

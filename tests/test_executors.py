@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from functools import partial
 
 import cloudpickle
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 from privsim import CURATOR, Schedule
 from privsim.analysis.audit import audit
 from privsim.errors import ExecutorError, PartyFailure
-from privsim.executors import Channel, DaskExecutor, LocalExecutor, ProcessExecutor, get_executor
+from privsim.executors import DaskExecutor, ProcessExecutor, get_executor
 from privsim.protocols import RandomizedResponse
 from privsim.protocols.base import Protocol
 from privsim.simulate import run_trials
@@ -101,36 +100,6 @@ def test_unknown_executor():
         get_executor("processes", scheduler="tcp://127.0.0.1:1")
 
 
-def _scaled(channel, k):
-    return (channel.ready(), channel.get() * k)
-
-
-@pytest.mark.parametrize("kind", ["local", "processes", "dask"])
-def test_channel_hands_running_tasks_a_later_value(kind, dask_executor):
-    ex = {"local": LocalExecutor(), "processes": ProcessExecutor(workers=2), "dask": dask_executor}[kind]
-    try:
-        assert list(ex.map(abs, [-1, -2])) == [1, 2]  # workers started
-        with ex.channel() as ch:
-            results = ex.map(partial(_scaled, ch), [1, 2, 3])
-            time.sleep(0.5 if kind != "local" else 0)  # the first tasks are running, waiting for the value
-            assert not ch.ready()
-            ch.publish(10)
-            assert ch.ready()
-            out = list(results)
-        assert [v for _, v in out] == [10, 20, 30]
-        if kind != "local":
-            assert not out[0][0]  # the first task started before the value existed
-        with ex.channel() as ch:
-            results = ex.map(partial(_scaled, ch), [1])
-            ch.abort()
-            with pytest.raises(ExecutorError, match="aborted before"):
-                list(results)
-        assert list(ex.map(abs, [-4])) == [4]  # the executor still works
-    finally:
-        if kind == "processes":
-            ex.close()
-
-
 def _blas_threads(_):
     import scipy.linalg  # noqa: F401  (loads scipy's own OpenBLAS too)
     from threadpoolctl import threadpool_info
@@ -159,66 +128,6 @@ def test_failed_event_choice_releases_waiting_workers(monkeypatch):
         assert time.perf_counter() - t0 < 60
 
 
-def test_a_worker_fetches_a_channel_value_once():
-    from privsim.executors import _FileChannel
-
-    ch = _FileChannel()
-    try:
-        ch.publish({"event": 1})
-        twin = cloudpickle.loads(cloudpickle.dumps(ch))  # as a task receives it
-        assert twin.get() == {"event": 1}
-        os.remove(os.path.join(ch.path, "value"))  # a second task of the run does not read the file again
-        assert twin.ready() and cloudpickle.loads(cloudpickle.dumps(ch)).get() == {"event": 1}
-    finally:
-        ch.close()
-    fresh = _FileChannel()  # another run's channel is not confused with it
-    fresh.close()
-    with pytest.raises(ExecutorError, match="aborted before"):
-        cloudpickle.loads(cloudpickle.dumps(fresh)).get()
-
-
-class _CountingChannel(Channel):
-    """A local channel that counts how often tasks ask whether the value is in."""
-
-    asked = 0
-
-    def ready(self) -> bool:
-        self.asked += 1
-        return super().ready()
-
-
-class _CountingExecutor(LocalExecutor):
-    def channel(self) -> Channel:
-        return _CountingChannel()
-
-
-def test_tasks_run_ahead_do_not_poll_for_the_event(monkeypatch):
-    # On Dask each ready() is a round trip to the scheduler: the estimation tasks that run
-    # ahead hold their few batches and only wait for the event at the end; the others
-    # (submitted once the selection sample is in) ask after each batch.
-    import privsim.analysis.audit as audit_module
-
-    calls = []
-    count = audit_module._AuditJob.count
-
-    def recording(self, channel, picks, ahead=False):
-        before = getattr(channel, "asked", None)
-        out = count(self, channel, picks, ahead=ahead)
-        if before is not None:
-            calls.append((ahead, len(picks), channel.asked - before))
-        return out
-
-    monkeypatch.setattr(audit_module._AuditJob, "count", recording)
-    ex = _CountingExecutor()
-    plain = audit(RandomizedResponse(epsilon=1.0), X, coalition="C", neighbor=3, trials=60_000, seed=4)
-    counted = audit(RandomizedResponse(epsilon=1.0), X, coalition="C", neighbor=3, trials=60_000, seed=4, executor=ex)
-    assert counted.to_dict() == plain.to_dict()
-    ahead = [asked for is_ahead, _, asked in calls if is_ahead]
-    rest = [(picks, asked) for is_ahead, picks, asked in calls if not is_ahead]
-    assert ahead and set(ahead) == {0}
-    assert rest and all(asked == picks for picks, asked in rest)
-
-
 def _blas_thread_counts():
     from threadpoolctl import threadpool_info
 
@@ -240,27 +149,6 @@ def test_audit_chooses_and_counts_with_one_blas_thread(monkeypatch):
     audit(RandomizedResponse(epsilon=1.0), X, coalition="C", neighbor=3, trials=20_000, seed=4)
     assert seen == [{1}]
     assert _blas_thread_counts() == before  # restored afterwards
-
-
-def _waits(channel, k):
-    return channel.get(secede=True) * k
-
-
-def test_dask_tasks_waiting_aside_leave_their_slots(dask_executor):
-    # Both single-threaded workers run a task waiting for the channel's value; a task
-    # submitted after them still runs (the audit relies on this: its first estimation tasks
-    # are submitted before the selection batches the event depends on are all done).
-    from concurrent.futures import ThreadPoolExecutor
-
-    with dask_executor.channel() as ch, ThreadPoolExecutor(1) as pool:
-        waiting = dask_executor.map(partial(_waits, ch), [1, 2])
-        time.sleep(1.0)
-        other = dask_executor.map(abs, [-5])
-        try:
-            assert pool.submit(next, other).result(timeout=60) == 5
-        finally:
-            ch.publish(10)
-        assert list(waiting) == [10, 20]
 
 
 class DiesOnce(RandomizedResponse):
@@ -286,9 +174,9 @@ class DiesOnce(RandomizedResponse):
 @pytest.mark.parametrize("die_at", [0, 8])
 @pytest.mark.parametrize("kind", ["processes", "dask"])
 def test_audit_survives_a_worker_death(kind, die_at, dask_executor, tmp_path):
-    # The death hits a selection batch (the first run) or an estimation batch run ahead,
-    # while the parent is choosing the event (the ninth: 4 selection batches come first):
-    # the batch is retried and the audit ends with the one-process result, without hanging.
+    # The death hits a selection batch (the first run) or an estimation batch (the ninth:
+    # 4 selection batches come first): the batch is retried and the audit ends with the
+    # one-process result, without hanging.
     kw = {"coalition": "C", "neighbor": 3, "trials": 60_000, "seed": 4}
     ref = audit(RandomizedResponse(epsilon=1.0), X, **kw).to_dict()
     proto = DiesOnce(epsilon=1.0)

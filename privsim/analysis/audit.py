@@ -6,9 +6,7 @@ array. The first part of the batches chooses a distinguishing event
 (:mod:`privsim.analysis.audit_selectors`), the rest estimate Pr[S | x] and Pr[S | x'] with
 one-sided Clopper–Pearson bounds (:mod:`privsim.analysis.audit_bounds`), counted batch by
 batch (:class:`~privsim.analysis.audit_events.EventCounts`). Batches stream: the
-selection sample is the only one held, then one batch per input at a time (on workers,
-up to :data:`PREFETCH_BATCHES` each while the event is being chosen, see
-:meth:`_Batches.count`).
+selection sample is the only one held, then one batch per task, counted where it runs.
 
 One driver, :func:`_run`, serves both entry points: :func:`audit` (views simulated from a
 protocol) and :func:`audit_batches` (views from any callable: mechanisms outside the
@@ -21,7 +19,6 @@ any score, since the event is fixed before the estimation batches are drawn.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -36,7 +33,7 @@ from privsim.analysis.audit_events import Event, EventCounts, ScoreFn
 from privsim.analysis.audit_select import SelectionKind, check_views
 from privsim.analysis.audit_selectors import choose_event
 from privsim.errors import InputError, ParameterError
-from privsim.executors import Channel, Executor, LocalExecutor, get_executor
+from privsim.executors import Executor, LocalExecutor, get_executor
 from privsim.network.schedule import CURATOR, PUBLIC_COALITION, parse_coalition, parse_party
 from privsim.privacy import Privacy, judge
 from privsim.protocols.base import Protocol, claim_for
@@ -72,12 +69,6 @@ MAX_SELECT_TRIALS_COMPETING = 1 << 18
 #: Measured on randomized response and the Laplace mechanism at 10^6 trials: 0.1 to
 #: 0.3 all meet the power targets; 0.2 leaves room for harder, higher-dimensional views.
 DEFAULT_SELECT_FRACTION = 0.2
-#: While the parent receives the selection sample and chooses the event (about 1 s at
-#: 10^6 trials), each worker simulates up to this many estimation batches ahead (holding
-#: their views, at most :data:`PREFETCH_BYTES` of them: 110 MiB for 16 parties) and
-#: counts them once the event is published.
-PREFETCH_BATCHES = 6
-PREFETCH_BYTES = 256 << 20
 
 Pick = tuple[str, int]  # (which input: "x" or "xp", batch index)
 
@@ -310,35 +301,14 @@ class _Batches:
         """The views of one batch, with their column names."""
         raise NotImplementedError
 
-    def count(self, channel: Channel, picks: tuple[Pick, ...], ahead: bool = False
-              ) -> list[tuple[int, int, int, int]]:
-        """The event's counts (:attr:`EventCounts.totals`) in batches, one per pick, in order.
 
-        The event comes through ``channel``: the batches are simulated at once, and their
-        views held (up to :data:`PREFETCH_BYTES`) until the parent publishes the event.
-        ``ahead``: this task was submitted before the selection batches were all in, so
-        it waits for the event outside its worker's slot (see :meth:`Channel.get`), and
-        it does not ask whether the event is in after each batch (on Dask each question
-        is a round trip to the scheduler, about 3 ms of the task's time): it holds its
-        batches (at most :data:`PREFETCH_BATCHES`) and counts them at the end."""
-        held: list[tuple[str, np.ndarray]] = []
-        out: list[tuple[int, int, int, int]] = []
-        for pick in picks:
-            held.append((pick[0], self.views(pick)[0]))
-            if (not ahead and channel.ready()) or sum(v.nbytes for _, v in held) >= PREFETCH_BYTES:
-                out += _tally(channel.get(secede=ahead), held)
-        return out + _tally(channel.get(secede=ahead), held) if held else out
-
-
-def _tally(event: Event, held: list[tuple[str, np.ndarray]]) -> list[tuple[int, int, int, int]]:
-    """Each held batch's counts of the event (the batches are released)."""
-    out = []
-    for which, views in held:
-        counts = EventCounts(event)
-        counts.add(views if which == "x" else None, views if which == "xp" else None)
-        out.append(counts.totals)
-    held.clear()
-    return out
+def _count(job: _Batches, event: Event, pick: Pick) -> tuple[int, int, int, int]:
+    """The event's counts (:attr:`EventCounts.totals`) in one batch: the batch is
+    simulated and counted where it runs, and only its counts travel."""
+    views = job.views(pick)[0]
+    counts = EventCounts(event)
+    counts.add(views if pick[0] == "x" else None, views if pick[0] == "xp" else None)
+    return counts.totals
 
 
 @dataclass(frozen=True)
@@ -401,46 +371,34 @@ def _gather(arrivals: Iterable[tuple[Pick, tuple[np.ndarray, list[str]]]], rows:
 def _run(job: _Batches, n_select: int, n_estimate: int, ex: Executor,
          score_for: Callable[[list[str]], ScoreFn | None], delta: float, confidence: float, *,
          kind: SelectionKind = "auto", selectors: Sequence[str] | None = None, rows: int | None = None,
-         run_ahead: bool = True,
          tick: Callable[[int], None] = lambda k: None) -> tuple[AuditStatsResult, list[str]]:
-    """The one audit driver: select on batches ``0 .. n_select - 1``, count on the next ``n_estimate``.
+    """The one audit driver: two plain maps. Select on batches ``0 .. n_select - 1``; then
+    count the chosen event (an argument of every task) on the next ``n_estimate``.
 
     ``score_for(columns)`` gives the optional score; ``rows`` the selection rows per
-    input, if known; ``run_ahead``: one run of estimation batches per worker goes out
-    right behind the selection batches (see :func:`_estimation_groups`), else each
-    estimation batch is its own task, drawn once the event is chosen.
+    input, if known. The event is chosen before any estimation batch is drawn, so the
+    bound holds whatever the selection did (docs/architecture.md, "Trials and seeds").
     """
-    channel = ex.channel()
-    selected = prefetched = estimated = iter(())
+    selected = estimated = iter(())
     try:
         # Selection: the views of the first batches under x and x' (held in memory).
         picks = [(w, i) for w in ("x", "xp") for i in range(n_select)]
         selected = ex.map(job.views, picks)
-        later = [(w, i) for i in range(n_select, n_select + n_estimate) for w in ("x", "xp")]
-        ahead, rest = _estimation_groups(later, ex.workers) if run_ahead else ([], [(pick,) for pick in later])
-        # Right behind them, one run of estimation batches per worker: simulated while
-        # this process receives the selection sample and chooses the event, which the
-        # workers then receive through the channel to count.
-        prefetched = ex.map(partial(job.count, channel, ahead=True), ahead)
         select, columns = _gather(zip(picks, selected), rows, tick)
-        # The other estimation batches go out now (not earlier: a task waiting for the
-        # event must never hold a worker that selection batches still need).
-        estimated = ex.map(partial(job.count, channel), rest)
         event, selection = choose_event(select["x"], select["xp"], columns, n_select, n_estimate,
                                         score_for(columns), delta=delta, confidence=confidence, kind=kind,
                                         selectors=selectors)
         trials_select = len(select["x"])
         del select
-        channel.publish(event)
         # Estimation: every batch is simulated and counted where it runs; only counts return.
+        later = [(w, i) for i in range(n_select, n_select + n_estimate) for w in ("x", "xp")]
+        estimated = ex.map(partial(_count, job, event), later)
         counts = EventCounts(event)
-        for group in itertools.chain(prefetched, estimated):
-            for totals in group:
-                counts.add_totals(totals)
-            tick(len(group))
+        for totals in estimated:
+            counts.add_totals(totals)
+            tick(1)
     finally:
-        channel.close()
-        for results in (selected, prefetched, estimated):
+        for results in (selected, estimated):
             getattr(results, "close", lambda: None)()
     return result_from_counts(counts, delta, confidence, trials_select, selection), columns
 
@@ -512,25 +470,7 @@ def audit_batches(
         )
     job = _SampledBatches(sample_batch, tuple(columns))
     return _run(job, n_batches_select, n_batches_estimate, LocalExecutor(), lambda _: score, delta, confidence,
-                kind=kind, selectors=selectors, run_ahead=False)[0]
-
-
-def _estimation_groups(picks: list[tuple[str, int]], workers: int
-                       ) -> tuple[list[tuple[tuple[str, int], ...]], list[tuple[tuple[str, int], ...]]]:
-    """The estimation tasks, in two lists. First, one run of :data:`PREFETCH_BATCHES`
-    picks per worker, submitted right behind the selection batches: each worker starts
-    one as soon as it is done with selection, and it covers the time the parent takes
-    to receive the selection sample and choose the event. Then the rest, two picks per
-    task (half the tasks to schedule) but for the last two per worker (load balance).
-
-    >>> ahead, rest = _estimation_groups([("x", i) for i in range(20)], 2)
-    >>> [len(g) for g in ahead], [len(g) for g in rest]
-    ([6, 6], [2, 2, 1, 1, 1, 1])
-    """
-    head = min(len(picks), PREFETCH_BATCHES * workers)
-    tail = max(head, len(picks) - 2 * workers)
-    return ([tuple(picks[k:k + PREFETCH_BATCHES]) for k in range(0, head, PREFETCH_BATCHES)],
-            [tuple(picks[k:k + 2]) for k in range(head, tail, 2)] + [(pick,) for pick in picks[tail:]])
+                kind=kind, selectors=selectors)[0]
 
 
 def plan_audit_batches(trials: int, n: int, batch_trials: int | None = None) -> list[tuple[int, int]]:
@@ -666,8 +606,7 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     x_prime:
         Explicit neighbouring inputs (default: :func:`neighbouring_inputs`).
     batch_trials:
-        Trials per batch (memory: one batch per input is held at a time; a worker holds
-        up to PREFETCH_BATCHES while the event is being chosen).
+        Trials per batch (memory: the selection sample, then one batch per task).
     select_fraction:
         Share of the batches used to choose the event.
     selectors:
