@@ -599,9 +599,9 @@ def split_mix_messages(epsilon: float, delta: float, parties: int, q: int, max_m
     top = _checks.integer("max_messages", max_messages, 1)
     # (1 + e^eps) sqrt(chi^2)/2 <= delta  <=>  chi^2 <= (2 delta / (1 + e^eps))^2
     log_target = 2.0 * math.log(2.0 * delta / (1.0 + math.exp(epsilon)))
+    if h == 1:
+        return 1  # one party's shares reveal only its value, however few
     for m in range(1, top + 1):
-        if h == 1:
-            return m
         log_lower = math.log(q - 1) + math.log(h) - (special.gammaln(h * m + 1) - special.gammaln(m + 1)
                                                      - special.gammaln(h * m - m + 1))
         if log_lower > log_target:

@@ -37,9 +37,9 @@ Schedule (n parties and the curator C)
     messages = (n - 1) m + 1,   bits = (2n - 1) m ceil(log2 q),   rounds = m + 1.
 
 The m shares travel in m rounds only because a channel carries one message per round in
-privsim's network (docs/architecture.md, "Layers"); in the shuffle model they leave
-together, and nothing here depends on their order: the rounds serialize, they do not
-interact.
+privsim's network (docs/architecture.md, "Where a message moves"); in the shuffle model
+they leave together, and nothing here depends on their order: the rounds serialize, they
+do not interact.
 
 The number of messages m
 ------------------------
@@ -48,11 +48,12 @@ The number of messages m
 towards the curator: the multiset of the n m shares is within
 s = sqrt(chi^2)/2 in total variation of a law that depends on the y_i only through their
 sum, where chi^2 = E[q^(c-1)] - 1 is computed exactly (c: the number of components of a
-random bipartite m-regular multigraph; see that module). The paper proves that
-O(1 + log(1/delta)/log n) messages suffice; its theorem's constants could not be checked
-here (only its abstract's example, 12 messages for 2^-40 at n = 10^4 and q = 2^32, where
-the bound used here needs 10), so the claims below rest on that computation alone, and
-no paper claim is attached.
+random bipartite m-regular multigraph; above 129 parties a bounded tail makes it an upper
+bound; see that module). The paper states that O(1 + sigma/log n) messages give
+statistical distance 2^-sigma; its theorem's constants could not be checked here (only
+its abstract's example, 12 messages for 2^-40 at n = 10^4 and q = 2^32, where the bound
+used here needs 10), so the claims below rest on that computation alone, and no paper
+claim is attached.
 
 Privacy (per coalition T; the neighbour j is outside T)
 -------------------------------------------------------
