@@ -281,7 +281,13 @@ def _scenario_protocol(path: Path) -> str | None:
 
 def _run_headline(path: Path, plot: Path | None, json_out: bool, trials: int | None, seed: int | None,
                   progress: bool | None, unused: list[str]) -> None:
-    from privsim.analysis.headline import headline_study, load_headline_scenario, plot_headline
+    from privsim.analysis.headline import (
+        DEFAULT_PROTOCOLS,
+        PROTOCOLS,
+        headline_study,
+        load_headline_scenario,
+        plot_headline,
+    )
 
     _SCENARIO_FILE[:] = [str(path)]
     kwargs = load_headline_scenario(path)
@@ -295,7 +301,8 @@ def _run_headline(path: Path, plot: Path | None, json_out: bool, trials: int | N
     if not 0 <= kwargs["t"] < min(kwargs["ns"]):
         raise ParameterError(f"t must satisfy 0 <= t < every n (t = {kwargs['t']}, smallest n = "
                              f"{min(kwargs['ns'])}); it would be clamped silently")
-    with progress_bar(3 * len(kwargs["ns"]), "headline", unit="runs", enabled=progress) as advance:
+    runs = len(DEFAULT_PROTOCOLS) * len(kwargs["ns"])  # one simulation per protocol and n
+    with progress_bar(runs, "headline", unit="runs", enabled=progress) as advance:
         data = headline_study(**kwargs, progress=lambda _: advance(1))
     if plot is not None:
         plot_headline(str(plot), data)
@@ -303,15 +310,17 @@ def _run_headline(path: Path, plot: Path | None, json_out: bool, trials: int | N
     if json_out:
         print_json(data)
         return
-    table = Table(title="privsim run: headline comparison (rmse and messages per run)")
-    keys = [k for k in ("rr", "secure_sum", "ck_sum") if k in data]
-    for col in ["n", "trials"] + [f"{k} {m}" for k in keys for m in ("rmse", "messages")]:
+    # one row per n and protocol: every protocol of the figure, however many the study ran
+    table = Table(title="privsim run: headline comparison (rmse, exact sd and messages per run)")
+    for col in ("n", "trials", "protocol", "rmse", "exact sd", "messages", "per party"):
         table.add_column(col)
+    keys = data.get("protocols") or [k for k in PROTOCOLS if k in data]
     for i, nn in enumerate(data["ns"]):
-        cells = [str(nn), str(data["trials"][i])]
         for k in keys:
-            cells += [f"{data[k]['rmse'][i]:.3f}", str(data[k]["messages"][i])]
-        table.add_row(*cells)
+            d = data[k]
+            table.add_row(str(nn), str(data["trials"][i]), PROTOCOLS[k].label if k in PROTOCOLS else k,
+                          f"{d['rmse'][i]:.3f}", f"{d['rmse_theory'][i]:.3f}", str(d["messages"][i]),
+                          f"{d['messages'][i] / nn:.2f}")
     stdout.print(table)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import json
 import math
+import re
 import subprocess
 import sys
 import tomllib
@@ -16,6 +17,7 @@ import pytest
 from privsim.analysis import headline as headline_module
 from privsim.analysis.headline import headline_study, load_headline_scenario, plot_headline
 from privsim.errors import ParameterError
+from privsim.mechanisms.shuffle_accounting import split_mix_delta
 from privsim.protocols.ck_sum import CKSum
 from privsim.protocols.randomized_response import RandomizedResponse
 from privsim.protocols.secure_sum import SecureSum
@@ -94,6 +96,26 @@ def test_every_sum_protocol_is_on_the_map(study):
     assert study["shuffle_rr"]["rmse"][-1] < 0.5 * study["rr"]["rmse"][-1]
 
 
+def test_shuffle_sum_is_on_the_map(study):
+    """m shares per user plus the shuffler's one message; error sqrt(n/(n-t) Var DLap(p/eps))/p."""
+    from _sum_checks import discrete_laplace_total_moments
+
+    for i, n in enumerate(study["ns"]):
+        t, r = study["t"][i], study["trials"][i]
+        proto = headline_module.PROTOCOLS["shuffle_sum"].build(1.0, n)
+        m, p = proto.messages_for(n, t), proto.precision_for(n)
+        assert study["shuffle_sum"]["messages"][i] == (n - 1) * m + 1
+        assert study["shuffle_sum"]["rounds"][i] == m + 1 and 7 <= m <= 13
+        q = proto.modulus_for(n, t)  # m: the fewest shares that keep the curator's delta <= 1e-6
+        assert proto.privacy(("C",), n, t).delta <= 1e-6 < split_mix_delta(1.0, n, m - 1, q)
+        var, mu4 = discrete_laplace_total_moments(p / 1.0, n / (n - t))
+        var, mu4 = var / p**2, mu4 / p**4
+        assert study["shuffle_sum"]["rmse_theory"][i] == pytest.approx(math.sqrt(var), rel=1e-12)
+        assert abs(study["shuffle_sum"]["rmse"][i] ** 2 - var) < 5 * math.sqrt((mu4 - var**2) / r)
+    # O(1/eps) with about m messages per party and no share holders: the trusted shuffler's doing
+    assert study["shuffle_sum"]["rmse"][-1] < 0.2 * study["rr"]["rmse"][-1]
+
+
 def test_trials_shrink_at_large_n():
     d = headline_study([8, 64], t=1, trials=200, max_party_trials=1024, min_trials=20, include_ck=False,
                        protocols=("rr", "secure_sum", "ck_sum"))
@@ -140,6 +162,20 @@ def test_scenario_errors(tmp_path):
     bad.write_text('protocol = "headline"\nns = [16]\n[params]\ndelta = 0.1\n')
     with pytest.raises(ParameterError, match="unknown parameter"):
         load_headline_scenario(bad)
+
+
+def test_cli_table_lists_every_protocol_of_the_study(tmp_path, capsys, monkeypatch):
+    from privsim.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    scenario = tmp_path / "h.toml"
+    scenario.write_text('protocol = "headline"\nns = [16, 32]\nt = 1\ntrials = 50\nseed = 3\n')
+    main(["run", str(scenario), "--no-progress"])
+    out = capsys.readouterr().out
+    for key in headline_module.DEFAULT_PROTOCOLS:  # one row per n, in the protocol column
+        cell = re.compile(rf"│ {re.escape(headline_module.PROTOCOLS[key].label)}\s+│")
+        assert len(cell.findall(out)) == 2, key
+    assert "shuffle-sum" in out
 
 
 def test_module_fallback_command(tmp_path):

@@ -17,16 +17,24 @@ For each n, these ways to estimate SUM(x) of n bits are simulated (:data:`PROTOC
 - ``shuffle_rr``: randomized response through a trusted shuffler
   (:class:`~privsim.protocols.shuffle.ShuffleRR`, n messages), its local eps0 the largest
   one that Feldman, McMillan and Talwar's bound amplifies to (eps, 1e-6) towards the
-  curator: error sqrt(n p(1-p))/(2p-1) ~ sqrt(ln(1/delta))/eps.
+  curator: error sqrt(n p(1-p))/(2p-1) ~ sqrt(ln(1/delta))/eps;
+- ``shuffle_sum``: real summation through the same trusted shuffler
+  (:class:`~privsim.protocols.shuffle_sum.ShuffleSum`, Balle, Bell, Gascon, Nissim):
+  each user sends m additive shares of its input plus a 1/(n-t) Polya share of the
+  discrete Laplace, (n - 1) m + 1 messages with m the fewest shares whose mixing adds at
+  most delta = 1e-6 towards the curator (about 7 to 10 here): error about sqrt(2)/eps.
 
 The message panel draws the lines n(t+1)/4 and n(t+1)/2: below n(t+1)/4 messages some
 party is lonely and its neighbours see all it sends, so the protocol reduces to the
 local model and its error is Omega(sqrt(n)) (Sections 5 and 6); randomized response sits
 there. Chor–Kushilevitz: about n(t+1)/2 messages are needed for an exact t-private sum.
 The third panel puts every protocol on one map, error against messages per party, with
-those lines at (t+1)/4 and (t+1)/2: the central curator and the shuffler sit left of
-the lonely line with O(1/eps) error because each is a trusted party outside the paper's
-model (there every party may be curious and channels are point to point).
+those lines at (t+1)/4 and (t+1)/2: the central curator and shuffle-rr sit left of
+the lonely line with bounded error, and shuffle-sum reaches O(1/eps) at m messages per
+party, right of the Chor–Kushilevitz line only because m exceeds (t+1)/2, not because any
+party holds t + 1 shares: each is a trusted party outside the paper's model (there every
+party may be curious and channels are point to point; towards a coalition with the
+shuffler, shuffle-sum's users are protected only by their own noise share).
 
 Trials shrink at large n so that n x trials stays within ``max_party_trials`` (at least
 ``min_trials``): the default 2^21 keeps 200 trials up to n = 8192 and 128 at n = 16384.
@@ -64,6 +72,7 @@ from privsim.protocols.ck_sum import CKSum
 from privsim.protocols.randomized_response import RandomizedResponse, RandomizedResponseDistributed
 from privsim.protocols.secure_sum import SecureSum
 from privsim.protocols.shuffle import ShuffleRR
+from privsim.protocols.shuffle_sum import ShuffleSum
 from privsim.simulate import simulate
 
 __all__ = ["DEFAULT_PROTOCOLS", "PROTOCOLS", "HeadlineProtocol", "headline_study", "plot_headline",
@@ -125,6 +134,9 @@ PROTOCOLS: dict[str, HeadlineProtocol] = {
                                 lambda p, n, t: math.sqrt(p.noise_variance())),
     "shuffle_rr": HeadlineProtocol("shuffle-rr (trusted shuffler, FMT to eps)", "#937860", "P",
                                    _shuffle_rr, lambda p, n, t: math.sqrt(p.variance(n))),
+    "shuffle_sum": HeadlineProtocol("shuffle-sum (trusted shuffler, m shares, delta 1e-6)", "#da8bc3", "*",
+                                    lambda e, n: ShuffleSum(epsilon=e, delta=HEADLINE_DELTA),
+                                    lambda p, n, t: math.sqrt(p.noise_variance(n, t))),
 }
 
 

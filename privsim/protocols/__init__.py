@@ -47,6 +47,7 @@ _BUILTIN = {
     "continual-join": "privsim.protocols.continual_sketch:ContinualJoin",
     "leaky-rr": "privsim.protocols.leaky:LeakyRR",
     "shuffle-rr": "privsim.protocols.shuffle:ShuffleRR",
+    "shuffle-sum": "privsim.protocols.shuffle_sum:ShuffleSum",
 }
 
 
