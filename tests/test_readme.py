@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from test_scenarios import check_output
+from test_scenarios import AUDIT_TRIALS, check_output
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -77,7 +77,8 @@ def test_readme_commands_run_and_write_every_figure(tmp_path, capsys):
         if any(a.endswith("headline.toml") for a in args):  # the same study over its first three n only
             k = next(i for i, a in enumerate(args) if a.endswith("headline.toml"))
             args[k] = str(_small_headline(Path(args[k]), tmp_path))
-        small = "50" if "headline" in " ".join(args) else ("4096" if args[0] in ("audit", "bounds") else "40")
+        audits = args[0] in ("audit", "bounds")
+        small = "50" if "headline" in " ".join(args) else (str(AUDIT_TRIALS) if audits else "40")
         if "--trials" in args:
             args[args.index("--trials") + 1] = small
         elif args[0] != "views":
