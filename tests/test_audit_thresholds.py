@@ -1,5 +1,19 @@
 """The audit against the first paper's thresholds (issue 4): sums at and beyond t, the
-Laplace reference mechanism, and secure sum's t-coalitions at a million trials."""
+Laplace reference mechanism, and secure sum's t-coalitions.
+
+The issue's figures at its own sizes (10^6 trials for the power targets, 2 x 10^5 for the
+holders) are measured by ``bench/bench_audit_thresholds.py``; here the same audits run on
+smaller samples, each with its floor derived from the estimate's spread at that size.
+
+How a floor is derived. The audit estimates p = Pr[S | x] and q = Pr[S | x'] on m of the R
+trials per input (about 0.8 R) and reports ln(p_lo / q_hi); the spread of ln(p_hat / q_hat)
+is sigma = sqrt((1 - p) / (p m) + (1 - q) / (q m)), and the one-sided Clopper-Pearson
+margins take about 2.6 sigma off the point estimate. A floor at least 5 sigma below
+(true loss - 2.6 sigma) fails only by a bug. Every power test also catches a factor-of-two
+mistake in the noise: doubled noise halves the true loss, which no sound bound exceeds, so
+the floor (above half the true loss) fails; halved noise doubles the loss past the claim,
+so ``violated`` turns true.
+"""
 
 from __future__ import annotations
 
@@ -12,21 +26,30 @@ X8 = [0, 1, 0, 1, 0, 1, 0, 1]
 
 
 def test_laplace_reference_mechanism_power():
-    # y = sum + Lap(1/eps), released to every party: party 0 sees the output only.
-    r = audit(get_protocol("central-laplace", epsilon=1.0), X8, coalition="0", neighbor=3, trials=10**6, seed=2)
-    assert r.epsilon_lower >= 0.98 and not r.violated
+    # y = sum + Lap(1/eps), released to every party: party 0 sees the output only (true loss 1).
+    # At R = 10^5 the chosen tail has p = 0.51, q = 0.19 on m = 8.2 x 10^4: sigma = 0.0081,
+    # so 1 - 2.6 sigma - 5 sigma = 0.938 (found: 0.989). The issue's 0.98 is for 10^6 trials:
+    # the bench, and tests/test_audit_stats.py on the statistics alone.
+    r = audit(get_protocol("central-laplace", epsilon=1.0), X8, coalition="0", neighbor=3, trials=10**5, seed=2)
+    assert r.epsilon_lower >= 0.93 and not r.violated
 
 
-def test_secure_sum_t_coalition_at_a_million_trials():
+def test_secure_sum_t_coalition_power():
+    # The honest shares sum to exactly Lap(1/eps): the true loss is the claim, 1. At R = 10^5:
+    # p = 0.42, q = 0.15, m = 8 x 10^4, sigma = 0.0092; 1 - 7.6 sigma = 0.93 clears the issue's
+    # 0.9 (stated for 10^6 trials; found here: 0.976).
     r = audit(get_protocol("secure-sum", noise="laplace", epsilon=1.0), X8, coalition="0,1,2", neighbor=5,
-              trials=10**6, seed=3, t=3)
+              trials=10**5, seed=3, t=3)
     assert r.epsilon_lower >= 0.9 and r.epsilon_claimed == 1.0 and not r.violated
 
 
 @pytest.mark.parametrize("coalition", ["0,1,2", "1,2,3", "4,5,6", "0,4,6"])
 def test_secure_sum_any_t_coalition_is_not_violated(coalition):
+    # Soundness at the edge (true loss = claim = 1 for coalitions holding party 0's output, 0
+    # for the others). At R = 2 x 10^4 (m = 1.6 x 10^4) sigma is about 0.021, so a doubled loss
+    # (2) would give a bound near 2 - 7.6 sigma = 1.84 > 1: still violated, still caught.
     r = audit(get_protocol("secure-sum", noise="laplace", epsilon=1.0), X8, coalition=coalition, neighbor=7,
-              trials=100_000, seed=4, t=3)
+              trials=20_000, seed=4, t=3)
     assert not r.violated and r.epsilon_claimed is not None
 
 
@@ -35,19 +58,23 @@ def test_secure_sum_all_share_holders_break_it(noise, floor):
     # The t+1 holders reconstruct x_7 + N_7, party 7's own noise share. A Gamma(1/5)
     # difference is spiky at 0, so the loss is unbounded; a Polya difference is integer
     # with Pr[N=0]/Pr[N=1] = 13.4, so the true loss there is ln 13.4 = 2.60 and no audit can
-    # certify 3 (the audit finds about 2.58).
+    # certify 3. At R = 5 x 10^4 (m = 4 x 10^4) the discrete event has p = 0.84, q = 0.062:
+    # sigma = 0.020, and 2.60 - 7.6 sigma = 2.45 clears the floor 2 (found: 2.56; the Laplace
+    # shares give 5.7 against their floor 3).
     r = audit(get_protocol("secure-sum", noise=noise, epsilon=1.0), X8, coalition="0,1,2,3", neighbor=7,
-              trials=200_000, seed=5, t=3)
+              trials=50_000, seed=5, t=3)
     assert r.epsilon_claimed is None
     assert r.epsilon_lower >= floor and r.violated
 
 
 def test_ck_sum_at_its_own_threshold():
+    # The same sizes and reasons as for secure sum above: the t + 1 neighbours certify 4.8
+    # at 5 x 10^4 (floor 3); any t of them stay unviolated at 2 x 10^4.
     proto = get_protocol("ck-sum", noise="laplace", epsilon=1.0)
     neighbours = proto.cached_schedule(8, 3).neighbours(4)
     assert len(neighbours) == 4  # t + 1 parties see everything party 4 sends and receives
-    broken = audit(proto, X8, coalition=",".join(map(str, neighbours)), neighbor=4, trials=200_000, seed=6, t=3)
+    broken = audit(proto, X8, coalition=",".join(map(str, neighbours)), neighbor=4, trials=50_000, seed=6, t=3)
     assert broken.epsilon_lower >= 3 and broken.violated
     for coalition in (neighbours[:3], neighbours[1:], [5, 6, 7]):
-        r = audit(proto, X8, coalition=",".join(map(str, coalition)), neighbor=4, trials=100_000, seed=7, t=3)
+        r = audit(proto, X8, coalition=",".join(map(str, coalition)), neighbor=4, trials=20_000, seed=7, t=3)
         assert not r.violated

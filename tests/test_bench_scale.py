@@ -1,19 +1,12 @@
 """The scale benchmark's arithmetic: each executor run against the one-process runs around it."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-_PATH = Path(__file__).resolve().parent.parent / "bench" / "bench_scale.py"
+from _bench import load_bench
 
 
 @pytest.fixture(scope="module")
 def bench_scale():
-    spec = importlib.util.spec_from_file_location("bench_scale_under_test", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("scale")
 
 
 def test_bracketing_cancels_a_steady_drift(bench_scale):

@@ -67,20 +67,44 @@ def one_line_error(capsys, *args: str) -> str:
 
 
 # ------------------------------------------------------------------ end to end, in a fresh process
-def test_file_protocol_end_to_end_matches_the_python_api(tmp_path):
+RELAY_REF = "relay_sum.py:RelaySum"
+RELAY_RUN = ["run", "--protocol", RELAY_REF, *RELAY_ARGS, "--trials", "3000", "--json"]
+PLUGIN_RUN = ["run", "--protocol", "geometric-sum", "--n", "10", "--trials", "4000", "--seed", "1", "--json"]
+
+
+def _fake_install(site: Path, entry_points: dict[str, str], dist: str = "privsim-geometric") -> None:
+    # What `pip install` leaves for importlib.metadata: a dist-info folder with the
+    # entry points (the package itself is on PYTHONPATH, as an editable install puts it).
+    info = site / f"{dist.replace('-', '_')}-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1.0\n")
+    lines = "".join(f"{k} = {v}\n" for k, v in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[{loading.ENTRY_POINT_GROUP}]\n{lines}")
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """The commands of both end-to-end tests, in one fresh interpreter (its start and imports
+    cost seconds): the example file written into the working directory, the example plugin
+    installed as metadata. Returns the folder and each command's JSON, in order."""
+    folder = tmp_path_factory.mktemp("fresh")
+    (folder / "relay_sum.py").write_text(RELAY.read_text())
+    declared = tomllib.loads((PLUGIN / "pyproject.toml").read_text())["project"]["entry-points"]
+    _fake_install(folder / "site", declared[loading.ENTRY_POINT_GROUP])
+    return folder, fresh_process([
+        RELAY_RUN, [*RELAY_RUN, "--executor", "processes", "--workers", "1"],
+        ["views", "--protocol", RELAY_REF, *RELAY_ARGS, "--coalition", "2,C", "--trials", "2", "--json"],
+        ["audit", "--protocol", RELAY_REF, *RELAY_ARGS, *AUDIT_ARGS, "--json"],
+        ["bounds", "--protocol", RELAY_REF, *RELAY_ARGS, "--t", "2", "--json"],
+        ["protocols", "--json"], PLUGIN_RUN, [*PLUGIN_RUN, "--executor", "processes", "--workers", "1"],
+    ], cwd=folder, pythonpath=[folder / "site", PLUGIN / "src"])
+
+
+def test_file_protocol_end_to_end_matches_the_python_api(fresh):
     """Write the file, then run, views, audit and bounds through --protocol FILE.py:Class in a
     fresh interpreter (local and processes executors): the numbers are the Python API's."""
-    (tmp_path / "relay_sum.py").write_text(RELAY.read_text())
-    ref = "relay_sum.py:RelaySum"
-    run_cmd = ["run", "--protocol", ref, *RELAY_ARGS, "--trials", "3000", "--json"]
-    got_run, got_proc, got_views, got_audit, got_bounds = fresh_process([
-        run_cmd, [*run_cmd, "--executor", "processes", "--workers", "1"],
-        ["views", "--protocol", ref, *RELAY_ARGS, "--coalition", "2,C", "--trials", "2", "--json"],
-        ["audit", "--protocol", ref, *RELAY_ARGS, *AUDIT_ARGS, "--json"],
-        ["bounds", "--protocol", ref, *RELAY_ARGS, "--t", "2", "--json"],
-    ], cwd=tmp_path)
-
-    proto = loading.load_reference(str(tmp_path / ref))(epsilon=0.7)
+    folder, (got_run, got_proc, got_views, got_audit, got_bounds) = fresh[0], fresh[1][:5]
+    proto = loading.load_reference(str(folder / RELAY_REF))(epsilon=0.7)
     x = make_inputs(proto, None, 5, 3)
     want_run = run_trials(proto, x, trials=3000, seed=3).summary()
     assert got_run == want_run
@@ -101,25 +125,10 @@ def test_file_protocol_end_to_end_matches_the_python_api(tmp_path):
         **analyze_schedule(proto.cached_schedule(5, 2), 2).to_dict()}
 
 
-def _fake_install(site: Path, entry_points: dict[str, str], dist: str = "privsim-geometric") -> None:
-    # What `pip install` leaves for importlib.metadata: a dist-info folder with the
-    # entry points (the package itself is on PYTHONPATH, as an editable install puts it).
-    info = site / f"{dist.replace('-', '_')}-0.1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1.0\n")
-    lines = "".join(f"{k} = {v}\n" for k, v in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[{loading.ENTRY_POINT_GROUP}]\n{lines}")
-
-
-def test_example_plugin_is_listed_and_runs_by_name(tmp_path):
+def test_example_plugin_is_listed_and_runs_by_name(fresh):
     """The example plugin's own entry points, installed as metadata in a fresh process: listed
     with its parameters, run by name (on processes: the class travels by import path)."""
-    declared = tomllib.loads((PLUGIN / "pyproject.toml").read_text())["project"]["entry-points"]
-    _fake_install(tmp_path / "site", declared[loading.ENTRY_POINT_GROUP])
-    run_cmd = ["run", "--protocol", "geometric-sum", "--n", "10", "--trials", "4000", "--seed", "1", "--json"]
-    listed, got, got_proc = fresh_process(
-        [["protocols", "--json"], run_cmd, [*run_cmd, "--executor", "processes", "--workers", "1"]],
-        cwd=tmp_path, pythonpath=[tmp_path / "site", PLUGIN / "src"])
+    listed, got, got_proc = fresh[1][5:]
     assert listed["geometric-sum"]["epsilon"]["allowed"] == "float > 0"
     assert "secure-sum" in listed  # the built-ins are still there
     assert got["protocol"] == "geometric-sum" and got["messages"] == 10

@@ -169,7 +169,9 @@ def _interrupt(args: list[str], tmp: Path, sig: int = signal.SIGINT) -> tuple[in
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     assert started.wait(120), "the command never showed its progress bar"
-    time.sleep(1.0)  # well inside the work (and, with processes, its workers up)
+    # The bar shows after a second of work: the run is under way; with processes, give the
+    # pool's workers a second to come up.
+    time.sleep(1.0 if "--executor" in args else 0.2)
     workers = _descendants(proc.pid)
     sent = time.perf_counter()
     proc.send_signal(sig)

@@ -186,10 +186,13 @@ def test_discrete_laplace_mechanism_is_centred_integer_noise() -> None:
 
 
 def test_discrete_shares_with_a_trial_rng() -> None:
-    trials, m, b = 20_000, 4, 1.5
+    # The stand-in draws trial by trial (slow); 5,000 trials already reject a factor of two
+    # in the scale either way, which is what a broadcasting slip in the trial path would be.
+    trials, m, b = 5_000, 4, 1.5
     shares = discrete_laplace_share(TrialRng(seed=12, trials=trials), b, m, size=(m,))
     assert shares.shape == (trials, m)
     assert _discrete_chisquare_p(shares.sum(axis=1), b) > P_MIN
+    assert max(_discrete_chisquare_p(shares.sum(axis=1), wrong) for wrong in (2 * b, b / 2)) < P_MIN
 
 
 # ---------------------------------------------------------------------------------------

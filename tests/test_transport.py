@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 import trio
+from _bench import load_bench
 from helpers_transport import Relay
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -289,19 +290,8 @@ async def test_an_authenticated_peer_cannot_break_the_schedule(attack, caplog):
 
 
 # ---------------------------------------------------------------------- the benchmark's guards
-def bench_module():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "bench" / "bench_transport.py"
-    spec = importlib.util.spec_from_file_location("privsim_bench_transport", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_benchmark_reports_mpyc_unavailable_instead_of_failing(monkeypatch):
-    bench = bench_module()
+    bench = load_bench("transport")
     real = bench.importlib.util.find_spec
     monkeypatch.setattr(bench.importlib.util, "find_spec", lambda name: None if name == "mpyc" else real(name))
     assert bench.mpyc_secure_sum(4) == {"available": False, "reason": "mpyc is not installed (pip install mpyc)"}
