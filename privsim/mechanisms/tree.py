@@ -581,7 +581,7 @@ class _Lockstep:
             return mu[h]
         if t < self.last:
             _refuse_backwards(0, self.last, t)
-        S = self.S
+        S, m = self.S, h  # levels above m are the path's own; below, fresh nodes
         if self.last:
             m = h - ((self.last - 1) ^ (t - 1)).bit_length()  # levels 0..m are shared (Alg. 1 l.16)
             S = S.copy()
@@ -589,17 +589,17 @@ class _Lockstep:
             S[below, :] = S[m, :]  # P'_j = P_m + fresh nodes: the same covariance with the levels above m
             S[:, below] = S[:, m][:, None]
             S[np.ix_(below, below)] = S[m, m] + (np.minimum.outer(below, below) - m) * self.sigma2
-            mu[m + 1 :] = mu[m]
             self.mask = (self.mask & ((2 << m) - 1)) | (1 << m) | (1 << h)  # Alg. 1 l.27-30
         else:
             self.mask = 1 | (1 << h)
         gain = S[:, h] / math.sqrt(S[h, h])  # Cov(P'_j, Z): the read's effect on each level
         z = normals(self.k)
-        for j in np.flatnonzero(gain).tolist():
-            np.add(mu[j], np.multiply(z, gain[j], out=self._tmp), out=mu[j])  # mu''_h is the read value
+        for j in range(h, -1, -1):  # mu'' = mu' + gain Z with mu'_j = mu_m below m (gain > 0 there)
+            if gain[j] != 0.0:
+                np.add(mu[min(j, m)], np.multiply(z, gain[j], out=self._tmp), out=mu[j])
         self.S = S - np.outer(gain, gain)
         self.last = t
-        return mu[h]
+        return mu[h]  # mu''_h is the read value
 
     def rows(self, normals: Callable[..., NDArray[np.float64]]) -> NDArray[np.float64]:
         """Algorithm 1's state, (k, h + 1): the valid levels drawn given the reads (others unused)."""
