@@ -392,9 +392,7 @@ class _LazyTree(_Tree):
     Per coordinate: the last query time l, the validity bitmask w over levels 0..h and
     ``parts`` random walks of prefix sums over the levels (one for Gaussian nodes; the
     positive and the negative Gamma parts for Laplace nodes), in one row of a
-    :class:`StateTable`, part p at columns p (h + 1) .. p (h + 1) + h. A source whose
-    every query so far read all k coordinates may hold them in a :class:`_Lockstep`
-    instead, moved into the table when a query of a subset comes.
+    :class:`StateTable`, part p at columns p (h + 1) .. p (h + 1) + h (or in a :class:`_Lockstep`).
     """
 
     parts = 1
@@ -411,15 +409,15 @@ class _LazyTree(_Tree):
     @property
     def nbytes(self) -> int:
         """Bytes of per-coordinate state (grows with queried coordinates, not with k)."""
-        return self._state.nbytes + (0 if self._lock is None else self._lock.nbytes)
+        return self._state.nbytes + (0 if self._lock is None else self._lock.mu.nbytes)
 
     def _unlock(self) -> None:
         """Move the lockstep walks into the table, coordinate i in row i (Algorithm 1's state)."""
         assert self._lock is not None
         lock, state, k = self._lock, self._state, self.k
         self._lock = None
-        if state.table is not None:
-            state.table.get_or_insert(np.arange(k, dtype=np.int64))  # the table is empty: rows 0..k-1
+        assert state.table is not None  # k > 1
+        state.table.get_or_insert(np.arange(k, dtype=np.int64))  # the table is empty: rows 0..k-1
         state.grow(k)
         state.data[:k] = lock.rows(self._draws.normals)
         state.last[:k] = lock.last
@@ -570,10 +568,6 @@ class _Lockstep:
         self.last = 0
         self.mask = 0
 
-    @property
-    def nbytes(self) -> int:
-        return int(self.mu.nbytes + self._tmp.nbytes)
-
     def read(self, t: int, normals: Callable[..., NDArray[np.float64]]) -> NDArray[np.float64]:
         """The noise of every coordinate at step t (level h of mu: copy it before the next read)."""
         h, mu = self.h, self.mu
@@ -692,7 +686,8 @@ class FastGaMe(_GaussianNodes, _LazyTree):
 
         An inspection hook for tests and teaching: row i holds P_j = S_l(j) for the valid
         levels j of the path to the last queried leaf of ``coords[i]`` and NaN where the
-        validity bit w_j is 0 (or the coordinate was never queried). Draws nothing.
+        validity bit w_j is 0 (or the coordinate was never queried). Draws nothing, but from
+        a source in lockstep (which it switches to the per-coordinate state, as a subset would).
 
         Parameters
         ----------
