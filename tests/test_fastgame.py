@@ -412,3 +412,13 @@ def test_slot_table_agrees_with_a_dict(batches):
     assert len(table) == len(ref)
     probe = np.array(list(ref) + [2**62 + 1], dtype=np.int64)
     np.testing.assert_array_equal(table.lookup(probe), [ref[k] for k in ref] + [-1])
+
+
+def test_lockstep_off_keeps_the_per_coordinate_path():
+    """lockstep=False: a read of all coordinates draws as a read of a subset does (Algorithm 1)."""
+    every = np.arange(4)
+    off = FastGaMe(64, 1.0, k=4, seed=3, lockstep=False)
+    ref = FastGaMe(64, 1.0, k=5, seed=3)  # four of five coordinates: the per-coordinate path
+    for t in (1, 2, 7, 8, 33):
+        np.testing.assert_array_equal(off.noise(t), ref.noise(t, every))
+    assert not np.array_equal(FastGaMe(64, 1.0, k=4, seed=3).noise(1), FastGaMe(64, 1.0, k=5, seed=3).noise(1, every))
