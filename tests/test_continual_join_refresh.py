@@ -16,7 +16,7 @@ import pytest
 
 import privsim
 from privsim.errors import InputError, ParameterError
-from privsim.mechanisms._counter_noise import TrialTree, counter_noise
+from privsim.mechanisms._counter_noise import counter_noise
 from privsim.mechanisms.join import JoinSizeEstimator
 from privsim.mechanisms.range_counting import RangeCounter
 from privsim.mechanisms.sketch import CountSketch
@@ -28,16 +28,17 @@ RUNS = 4000
 
 @pytest.mark.parametrize(("T", "times"), [(16, [2, 4, 6, 8, 10, 12, 14, 16]), (16, list(range(1, 17))),
                                           (32, [1, 5, 6, 20, 21, 32]), (2, [1, 2])])
-def test_trial_tree_has_the_tree_covariance(T: int, times: list[int]) -> None:
+def test_dense_counter_noise_has_the_tree_covariance(T: int, times: list[int]) -> None:
     """Every entry of the sample covariance within 5 sd of Theorem 3.1's (m + 1) s^2.
 
-    sd of a sample covariance of jointly Gaussian values: sqrt((C_ii C_jj + C_ij^2) / N).
-    A factor of two in s^2, or a level shared wrongly (off by one in m), moves an entry by
-    at least s^2 = 1.5, over 25 sd at N = 40,000.
+    The dense counters of 5,000 trials read together (FastGaMe in lockstep). sd of a
+    sample covariance of jointly Gaussian values: sqrt((C_ii C_jj + C_ij^2) / N). A factor
+    of two in s^2, or a level shared wrongly (off by one in m), moves an entry by at least
+    s^2 = 1.5, over 25 sd at N = 40,000.
     """
     n = 40_000
-    tree = TrialTree(T, 1.5, (n // 8, 8), seed=T)
-    draws = np.stack([tree.noise(t).ravel().copy() for t in times], axis=1)
+    noise = counter_noise(T, 1.5, 8, trials=n // 8, seed=T)
+    draws = np.stack([noise.at(t).ravel() for t in times], axis=1)
     exact = tree_covariance(times, T, 1.5)
     sample = draws.T @ draws / n  # the mean is 0
     sd = np.sqrt((np.outer(np.diag(exact), np.diag(exact)) + exact**2) / n)
@@ -45,15 +46,15 @@ def test_trial_tree_has_the_tree_covariance(T: int, times: list[int]) -> None:
     assert np.all(np.abs(draws.mean(axis=0)) < 5 * np.sqrt(np.diag(exact) / n))
 
 
-def test_trial_tree_repeats_and_refuses_going_back() -> None:
-    tree = TrialTree(8, 1.0, (3, 2), seed=0)
-    first = tree.noise(3).copy()
-    np.testing.assert_array_equal(tree.noise(3), first)
-    assert not tree.noise(3).flags.writeable
-    with pytest.raises(ParameterError, match="t must be >= 3"):
-        tree.noise(2)
+def test_dense_counter_noise_repeats_and_refuses_going_back() -> None:
+    noise = counter_noise(8, 1.0, 2, trials=3, seed=0)
+    first = noise.at(3).copy()
+    np.testing.assert_array_equal(noise.at(3), first)
+    np.testing.assert_array_equal(noise.at(3, np.array([[1], [0], [1]]))[:, 0], first[np.arange(3), [1, 0, 1]])
+    with pytest.raises(ParameterError, match="before the last query"):
+        noise.at(2)
     with pytest.raises(ParameterError, match="t"):
-        tree.noise(9)
+        noise.at(9)
     # the scalar path is FastGaMe over the counters: a subset at a step is a subset of the whole
     one = counter_noise(8, 1.0, 5, sparse=True, seed=4)
     sub = one.at(2, np.array([[4, 1]]))

@@ -121,17 +121,31 @@ def test_exact_joint_law_mixed_scalar_and_vector_queries(h, data):
     np.testing.assert_allclose(cov, _theory(labels, T, 1.3), atol=1e-12)
 
 
-def test_exact_joint_law_on_the_irregular_sequence():
+@pytest.mark.parametrize("k", [2, 3])  # 2: every query reads all coordinates (lockstep); 3: per coordinate
+def test_exact_joint_law_on_the_irregular_sequence(k):
     queries = [(t, np.array([0, 1])) for t in IRREGULAR]
-    cov, labels = _exact_covariance(FastGaMe, 1024, 0.5, 2, queries)
+    cov, labels = _exact_covariance(FastGaMe, 1024, 0.5, k, queries)
+    np.testing.assert_allclose(cov, _theory(labels, 1024, 0.5), atol=1e-12)
+
+
+def test_exact_joint_law_across_the_switch_from_lockstep():
+    """All coordinates in lockstep, then a subset (the walks are drawn into the table), then all again."""
+    every = np.arange(3)
+    queries = [(t, every) for t in IRREGULAR[:5]] + [(161, np.array([1])), (162, np.array([2, 0]))]
+    queries += [(t, every) for t in IRREGULAR[7:]]
+    cov, labels = _exact_covariance(FastGaMe, 1024, 0.5, 3, queries)
     np.testing.assert_allclose(cov, _theory(labels, 1024, 0.5), atol=1e-12)
 
 
 # ----------------------------------------------------------------------------------
 # statistics with many coordinates
-def _samples(mech, times, n):
+def _samples(mech, times, n, lockstep=False):
+    """Noise of all n coordinates at each time: one query (lockstep), or two halves (per coordinate)."""
     coords = np.arange(n)
-    return np.column_stack([mech.noise(t, coords) for t in times])
+    if lockstep:
+        return np.column_stack([mech.noise(t, coords) for t in times])
+    return np.column_stack([np.concatenate([mech.noise(t, coords[: n // 2]), mech.noise(t, coords[n // 2 :])])
+                            for t in times])
 
 
 def _cov_z(X, C, *, Y=None, C_y=None):
@@ -156,9 +170,11 @@ def _cov_z(X, C, *, Y=None, C_y=None):
 N_BIG = 200_000
 
 
-def test_variance_and_covariance_match_theory_irregular_skips():
+@pytest.mark.parametrize("lockstep", [False, True])
+def test_variance_and_covariance_match_theory_irregular_skips(lockstep):
+    """Within 5 sd of (m + 1) s^2: a factor of two in s^2 moves the variance entries by over 100 sd."""
     T, s2 = 1024, 0.5
-    X = _samples(FastGaMe(T, s2, k=N_BIG, seed=11), IRREGULAR, N_BIG)
+    X = _samples(FastGaMe(T, s2, k=N_BIG, seed=11), IRREGULAR, N_BIG, lockstep)
     C = tree_covariance(IRREGULAR, T, s2)
     assert np.allclose(np.diag(C), (10 + 1) * s2)  # Var = (h + 1) s^2 at every t
     z = _cov_z(X, C)
@@ -399,3 +415,13 @@ def test_slot_table_agrees_with_a_dict(batches):
     assert len(table) == len(ref)
     probe = np.array(list(ref) + [2**62 + 1], dtype=np.int64)
     np.testing.assert_array_equal(table.lookup(probe), [ref[k] for k in ref] + [-1])
+
+
+def test_lockstep_off_keeps_the_per_coordinate_path():
+    """lockstep=False: a read of all coordinates draws as a read of a subset does (Algorithm 1)."""
+    every = np.arange(4)
+    off = FastGaMe(64, 1.0, k=4, seed=3, lockstep=False)
+    ref = FastGaMe(64, 1.0, k=5, seed=3)  # four of five coordinates: the per-coordinate path
+    for t in (1, 2, 7, 8, 33):
+        np.testing.assert_array_equal(off.noise(t), ref.noise(t, every))
+    assert not np.array_equal(FastGaMe(64, 1.0, k=4, seed=3).noise(1), FastGaMe(64, 1.0, k=5, seed=3).noise(1, every))

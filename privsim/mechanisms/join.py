@@ -41,8 +41,9 @@ the CountSketch, sketch-noise and noise-noise terms of Lemma 5.2).
 Trials. With ``trials=R`` the estimator runs R independent instances at once (own hashes,
 own noise, all from ``seed``; every array gets a leading trial axis): the update and
 estimate paths are numpy over (R, k, b), and the noise is a
-:class:`~privsim.mechanisms._counter_noise.TrialTree` (one standard normal per counter
-and read; docs/architecture.md, "Trials and seeds", for how the protocols seed it).
+:class:`~privsim.mechanisms.tree.FastGaMe` over all counters of all trials, read in
+lockstep (one standard normal per counter and read; see docs/architecture.md,
+"Trials and seeds", for how the protocols seed it).
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ class JoinSizeEstimator:
         self._cells = self._rows * self._width
         # Counters 0..cells-1 of a trial are R's, cells..2 cells-1 are S's: independent noise.
         # The lazy refresh of one instance reads a few counters per step (FastGaMe); otherwise
-        # every step that reads reads every counter of every trial (TrialTree).
+        # every step that reads reads every counter of every trial (FastGaMe in lockstep).
         sparse = refresh == "touched" and self._trials is None
         self._noise = counter_noise(self._T, self._sigma2_node, 2 * self._cells, trials=self._trials,
                                     sparse=sparse, seed=noise_seed, kind=noise)

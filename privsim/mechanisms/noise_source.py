@@ -103,6 +103,8 @@ class _GeneratorDraws:
         if size <= have - pos:
             self._block_pos = pos + size
             out = self._block[pos : pos + size]
+        elif pos == have:  # nothing left in the block: no copy
+            out = self.rng.standard_normal(size)
         else:
             out = np.concatenate([self._block[pos:], self.rng.standard_normal(size - (have - pos))])
             self._block_pos = have  # the next scalar draw starts a fresh block
@@ -272,18 +274,16 @@ class NoiseSource(ABC):
         if type(t) is not int or not 1 <= t <= self.T:  # the common case stays cheap
             t = integer("t", t, 1, self.T)
         if coords is None:
-            if self.k == 1:
-                return self._noise_one(0, t)
-            return self._noise_many(np.arange(self.k, dtype=np.int64), t)  # sorted and distinct
-        else:
-            keys = integer_values("coords", coords, 0, self.k - 1)
-            if keys.ndim == 0:
-                return self._noise_one(int(keys), t)
+            return self._noise_one(0, t) if self.k == 1 else self._noise_all(t)
+        keys = integer_values("coords", coords, 0, self.k - 1)
+        if keys.ndim == 0:
+            return self._noise_one(int(keys), t)
         flat = keys.ravel()
         if flat.size == 0:
             return np.zeros(keys.shape)
         distinct, where = np.unique(flat, return_inverse=True)
-        return self._noise_many(distinct, t)[where].reshape(keys.shape)
+        noise = self._noise_all(t) if distinct.size == self.k > 1 else self._noise_many(distinct, t)
+        return noise[where].reshape(keys.shape)
 
     @abstractmethod
     def _noise_one(self, coord: int, t: int) -> float: ...
@@ -291,6 +291,10 @@ class NoiseSource(ABC):
     @abstractmethod
     def _noise_many(self, coords: NDArray[np.int64], t: int) -> NDArray[np.float64]:
         """Noise for sorted, distinct coordinates."""
+
+    def _noise_all(self, t: int) -> NDArray[np.float64]:
+        """Noise for every coordinate, 0..k-1 (a fresh array)."""
+        return self._noise_many(np.arange(self.k, dtype=np.int64), t)
 
 
 def _refuse_backwards(coord: int, last: int, t: int) -> None:

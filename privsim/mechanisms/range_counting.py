@@ -39,8 +39,8 @@ answers are a post-processing of the tree releases: no data-dependent refresh (c
 
 Trials: ``trials=R`` runs R independent structures at once (own hashes and noise from one
 ``seed``; points, deltas and answers get a leading trial axis). The continual noise then
-comes from a :class:`~privsim.mechanisms._counter_noise.TrialTree` over all counters,
-O(counters) per query step instead of O(boxes rows).
+comes from a :class:`~privsim.mechanisms.tree.FastGaMe` over all counters, read in
+lockstep: O(counters) per query step instead of O(boxes rows).
 """
 
 from __future__ import annotations
@@ -286,7 +286,7 @@ class RangeCounter:
             self._sigma2 = sketch_scale(noise, self._T, self._rho, sensitivity2, calibration)
             cells = self._C * self._rows * self._width
             # One structure reads the few counters of a query (FastGaMe); R at once read every
-            # counter (TrialTree), or with a declared box every counter the box reads.
+            # counter (in lockstep), or with a declared box every counter the box reads.
             self._box = None if box is None or self._trials is None else self._box_cells(*box)
             if self._box is not None:
                 cells = self._box[2].shape[1]

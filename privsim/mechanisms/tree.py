@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import TypeVar
 
 import numpy as np
@@ -35,7 +36,7 @@ from privsim.errors import ParameterError
 from privsim.mechanisms._checks import integer, integer_values, positive
 from privsim.mechanisms._seeding import SeedLike
 from privsim.mechanisms.calibration import tree_rho, tree_sigma2
-from privsim.mechanisms.noise_source import MAX_HEIGHT, NoiseSource, StateTable, tree_height
+from privsim.mechanisms.noise_source import MAX_HEIGHT, NoiseSource, StateTable, _refuse_backwards, tree_height
 from privsim.parties.rng import TrialRNG
 
 __all__ = [
@@ -391,10 +392,11 @@ class _LazyTree(_Tree):
     Per coordinate: the last query time l, the validity bitmask w over levels 0..h and
     ``parts`` random walks of prefix sums over the levels (one for Gaussian nodes; the
     positive and the negative Gamma parts for Laplace nodes), in one row of a
-    :class:`StateTable`, part p at columns p (h + 1) .. p (h + 1) + h.
+    :class:`StateTable`, part p at columns p (h + 1) .. p (h + 1) + h (or in a :class:`_Lockstep`).
     """
 
     parts = 1
+    _lock: _Lockstep | None = None
 
     def _setup_state(self) -> None:
         self._state = StateTable(self.k, self.parts * (self.h + 1))
@@ -402,12 +404,24 @@ class _LazyTree(_Tree):
     @property
     def n_materialized(self) -> int:
         """Number of coordinates that hold state (the distinct coordinates queried)."""
-        return self._state.size
+        return self.k if self._lock is not None else self._state.size
 
     @property
     def nbytes(self) -> int:
         """Bytes of per-coordinate state (grows with queried coordinates, not with k)."""
-        return self._state.nbytes
+        return self._state.nbytes + (0 if self._lock is None else self._lock.mu.nbytes)
+
+    def _unlock(self) -> None:
+        """Move the lockstep walks into the table, coordinate i in row i (Algorithm 1's state)."""
+        assert self._lock is not None
+        lock, state, k = self._lock, self._state, self.k
+        self._lock = None
+        assert state.table is not None  # k > 1
+        state.table.get_or_insert(np.arange(k, dtype=np.int64))  # the table is empty: rows 0..k-1
+        state.grow(k)
+        state.data[:k] = lock.rows(self._draws.normals)
+        state.last[:k] = lock.last
+        state.mask[:k] = lock.mask
 
     # -- the walk: how the noise at the levels is drawn ---------------------------------
     @abstractmethod
@@ -438,6 +452,8 @@ class _LazyTree(_Tree):
 
     # -- one coordinate (plain Python ints; Alg. 1 line by line) ------------------------
     def _noise_one(self, coord: int, t: int) -> float:
+        if self._lock is not None:
+            self._unlock()
         state, h = self._state, self.h
         slot = 0 if state.table is None and state.size else state.slot(coord)  # k = 1: one row
         row = state.data[slot]
@@ -466,6 +482,8 @@ class _LazyTree(_Tree):
 
     # -- many coordinates at one step (the same steps, vectorized) ----------------------
     def _noise_many(self, coords: NDArray[np.int64], t: int) -> NDArray[np.float64]:
+        if self._lock is not None:
+            self._unlock()
         state, h = self._state, self.h
         slots = state.slots(coords, t)
         # Flat indices into the state: one gather of data[slot, col] is
@@ -515,6 +533,82 @@ class _LazyTree(_Tree):
         self._state.mask[slots] = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)
 
 
+class _Lockstep:
+    """The walks of k coordinates that every query reads together: one Kalman filter for all.
+
+    With every coordinate read at the same steps, the law of the prefix sums P_0..P_h of
+    the active path given all earlier reads is Gaussian with a covariance S that depends on
+    neither the coordinate nor the values read, and a mean mu linear in them. So one
+    (h + 1) x (h + 1) matrix S serves all k coordinates, and each keeps only its means
+    mu_0..mu_h, level j of every coordinate in row j of one array. A read at t after a
+    read at l:
+
+    1. m = |LCP(bin(l - 1), bin(t - 1))|; the new path keeps levels 0..m and has fresh
+       levels below: P'_j = P_m + (sum of j - m fresh N(0, s^2) nodes) for j > m, so
+       mu'_j = mu_m and S'_ij = S_mm + (min(i, j) - m) s^2 there (Theorem 3.1);
+    2. the read value is P'_h = mu'_h + sqrt(S'_hh) Z, one standard normal Z per coordinate;
+    3. conditioning on it: mu'' = mu' + S'_{., h} / sqrt(S'_hh) Z and
+       S'' = S' - S'_{., h} S'_{h, .} / S'_hh.
+
+    One standard normal per coordinate and read, where Algorithm 1 draws up to two (it
+    keeps P_m as a sample, this keeps it as a mean and a shared variance), and h + 1
+    contiguous array updates. The validity mask evolves as Algorithm 1's (it depends on
+    the times only), and :meth:`rows` samples the valid levels given the reads: the state
+    Algorithm 1 would hold, from which it goes on with the same joint law (given its valid
+    levels, a path's other levels are Brownian bridges independent of the earlier reads).
+    """
+
+    def __init__(self, h: int, sigma2: float, k: int) -> None:
+        self.h, self.sigma2, self.k = h, sigma2, k
+        self.mu = np.zeros((h + 1, k))  # E[P_j | reads so far], per coordinate
+        levels = np.arange(h + 1)
+        # Before any read the "path" is the root's ancestor: P_j is a sum of j + 1 nodes.
+        self.S = (np.minimum.outer(levels, levels) + 1) * sigma2  # Cov(P_i, P_j | reads)
+        self._tmp = np.empty(k)
+        self.last = 0
+        self.mask = 0
+
+    def read(self, t: int, normals: Callable[..., NDArray[np.float64]]) -> NDArray[np.float64]:
+        """The noise of every coordinate at step t (level h of mu: copy it before the next read)."""
+        h, mu = self.h, self.mu
+        if t == self.last:  # Alg. 1 l.12: same leaf, same value
+            return mu[h]
+        if t < self.last:
+            _refuse_backwards(0, self.last, t)
+        S, m = self.S, h  # levels above m are the path's own; below, fresh nodes
+        if self.last:
+            m = h - ((self.last - 1) ^ (t - 1)).bit_length()  # levels 0..m are shared (Alg. 1 l.16)
+            S = S.copy()
+            below = np.arange(m + 1, h + 1)
+            S[below, :] = S[m, :]  # P'_j = P_m + fresh nodes: the same covariance with the levels above m
+            S[:, below] = S[:, m][:, None]
+            S[np.ix_(below, below)] = S[m, m] + (np.minimum.outer(below, below) - m) * self.sigma2
+            self.mask = (self.mask & ((2 << m) - 1)) | (1 << m) | (1 << h)  # Alg. 1 l.27-30
+        else:
+            self.mask = 1 | (1 << h)
+        gain = S[:, h] / math.sqrt(S[h, h])  # Cov(P'_j, Z): the read's effect on each level
+        z = normals(self.k)
+        for j in range(h, -1, -1):  # mu'' = mu' + gain Z with mu'_j = mu_m below m (gain > 0 there)
+            if gain[j] != 0.0:
+                np.add(mu[min(j, m)], np.multiply(z, gain[j], out=self._tmp), out=mu[j])
+        self.S = S - np.outer(gain, gain)
+        self.last = t
+        return mu[h]  # mu''_h is the read value
+
+    def rows(self, normals: Callable[..., NDArray[np.float64]]) -> NDArray[np.float64]:
+        """Algorithm 1's state, (k, h + 1): the valid levels drawn given the reads (others unused)."""
+        h = self.h
+        out = np.zeros((self.k, h + 1))
+        # Level h is the last read (variance 0); the other valid levels are random given the reads.
+        free = [j for j in range(h) if (self.mask >> j) & 1]
+        out[:, free + [h]] = self.mu[free + [h]].T
+        if free:
+            values, vectors = np.linalg.eigh(self.S[np.ix_(free, free)])
+            root = vectors * np.sqrt(np.maximum(values, 0.0))  # root @ root.T = S restricted to the free levels
+            out[:, free] += normals(self.k, len(free)) @ root.T
+        return out
+
+
 class FastGaMe(_GaussianNodes, _LazyTree):
     """Binary-tree Gaussian noise in O(1) time per value (Pagh & Sejer, section 3).
 
@@ -536,8 +630,12 @@ class FastGaMe(_GaussianNodes, _LazyTree):
 
     Coordinates are materialized lazily: a coordinate costs memory only once queried,
     whatever k is. Many coordinates queried at one step go through a vectorized numpy
-    path. Time only moves forward per coordinate: a query earlier than that coordinate's
-    last query is refused; a repeated query at the same step returns the same value.
+    path. While every query reads all k coordinates (k > 1), they move in lockstep: one
+    Kalman filter over the levels (:class:`_Lockstep`), one standard normal per value
+    instead of up to two, the same joint law; the first query of a subset draws the
+    state above from it and goes on per coordinate. Time only moves forward per
+    coordinate: a query earlier than that coordinate's last query is refused; a repeated
+    query at the same step returns the same value.
 
     Parameters
     ----------
@@ -551,6 +649,9 @@ class FastGaMe(_GaussianNodes, _LazyTree):
         None, an int, a numpy SeedSequence or a numpy Generator (standard normals are
         read from it in blocks of 1024); or a party's TrialRNG, with k its trials, for a
         protocol that queries every trial at every step.
+    lockstep:
+        False to keep every query on the per-coordinate path (for a source that reads all
+        coordinates once, then a few at a time: a switch would draw every state at once).
 
     Raises
     ------
@@ -572,9 +673,11 @@ class FastGaMe(_GaussianNodes, _LazyTree):
     privsim.errors.ParameterError: t=4 is before the last query (t=5) of coordinate 3; time only moves forward
     """
 
-    def __init__(self, T: int, sigma2: float, k: int = 1, seed: SeedLike | TrialRNG = None) -> None:
+    def __init__(self, T: int, sigma2: float, k: int = 1, seed: SeedLike | TrialRNG = None, *,
+                 lockstep: bool = True) -> None:
         super().__init__(T, sigma2, k, seed, trials=True)
         self._setup_state()
+        self._lockstep = bool(lockstep)
         self._sqrt_int = np.sqrt(np.arange(self.h + 1))  # sqrt(h - m), indexed by h - m
         self._sqrt_list: list[float] = self._sqrt_int.tolist()
 
@@ -583,7 +686,8 @@ class FastGaMe(_GaussianNodes, _LazyTree):
 
         An inspection hook for tests and teaching: row i holds P_j = S_l(j) for the valid
         levels j of the path to the last queried leaf of ``coords[i]`` and NaN where the
-        validity bit w_j is 0 (or the coordinate was never queried). Draws nothing.
+        validity bit w_j is 0 (or the coordinate was never queried). Draws nothing, but from
+        a source in lockstep (which it switches to the per-coordinate state, as a subset would).
 
         Parameters
         ----------
@@ -605,6 +709,8 @@ class FastGaMe(_GaussianNodes, _LazyTree):
         if coords is None and self.k != 1:
             raise ParameterError("coords is required when k > 1 (an int or int array in 0..k-1)")
         keys = integer_values("coords", 0 if coords is None else coords, 0, self.k - 1)
+        if self._lock is not None:
+            self._unlock()
         flat = np.atleast_1d(keys).ravel()
         slots = self._state.lookup(flat)
         out = np.full((flat.size, self.h + 1), np.nan)
@@ -613,6 +719,13 @@ class FastGaMe(_GaussianNodes, _LazyTree):
         valid = (self._state.mask[slots[have], None] >> np.arange(self.h + 1)) & 1
         out[have] = np.where(valid == 1, rows, np.nan)
         return out[0] if keys.ndim == 0 else out
+
+    def _noise_all(self, t: int) -> NDArray[np.float64]:
+        if self._lock is None:
+            if self._state.size or not self._lockstep:  # Algorithm 1 per coordinate
+                return self._noise_many(np.arange(self.k, dtype=np.int64), t)
+            self._lock = _Lockstep(self.h, self.sigma2, self.k)
+        return self._lock.read(t, self._draws.normals).copy()
 
     def _value(self, flat: NDArray[np.float64], base: _I) -> _F:
         return flat[base + self.h]
