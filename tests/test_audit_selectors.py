@@ -25,6 +25,7 @@ from privsim.analysis.audit_selectors import (
     CalibratedScore,
     TreeScore,
     _calibrate,
+    _distinct_columns,
     _Proposal,
     _propose_naive_bayes,
     _propose_pairs,
@@ -134,7 +135,7 @@ def test_calibration_recovers_a_scaled_likelihood_ratio():
 
 
 def _proposal(vx, vxp, columns):
-    return _Proposal(vx, vxp, columns, None, 0.0, 0.95, 10**5)
+    return _Proposal(vx, vxp, columns, None, 0.0, 0.95, 10**5, _distinct_columns(vx, vxp))
 
 
 def test_naive_bayes_sums_weak_columns():

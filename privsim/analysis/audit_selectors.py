@@ -73,9 +73,15 @@ _NB_COLUMN_LEVEL = 0.01
 # this many of them (the first ones), so at most 2016 pairs.
 _PAIR_MAX_VALUES = 16
 _PAIR_MAX_COLUMNS = 64
-# Trees: features and rows per input for the fit, and the small moduli of residues.
+# Trees: features and rows per input for the fit, and the small moduli of residues. The
+# ensemble is small (at most _TREE_MAX_ITER trees of _TREE_LEAVES leaves, a high learning
+# rate, early stopping) because every tree is paid for again on every row it scores: the
+# held-out half, and, if the trees win, every estimation trial.
 _TREE_MAX_FEATURES = 512
 _TREE_MAX_ROWS = 1 << 14
+_TREE_MAX_ITER = 40
+_TREE_LEAVES = 15
+_TREE_LEARNING_RATE = 0.25
 _TREE_MODULI = (2, 3, 4)
 # The pick among proposals: one standard error of the held-out half on top of the final
 # bound's width. There are a handful of proposals, not thousands of nested cuts, so the
@@ -84,6 +90,11 @@ _TREE_MODULI = (2, 3, 4)
 _Z_PICK = 1.0
 # Forecasts within this of the best count as a tie (the earlier selector wins).
 _PICK_TIE = 0.005
+# A calibrated score's smoothed forecast of an event's rare side stands unless the
+# held-out count on a tail around it (with at least _CALIBRATION_ROWS rows of that side)
+# is this improbable (Poisson upper tail) under the score's estimate.
+_CALIBRATION_LEVEL = 0.05
+_CALIBRATION_ROWS = 25
 
 
 # --------------------------------------------------------------------------------------
@@ -316,7 +327,9 @@ class _Proposal:
     """The proposal half of the selection sample and the level the bound will be at.
 
     Every selector fits (or ranks) on one half of it and cuts on the other; the held-out
-    half of the selection sample, which picks among the proposals, is not here."""
+    half of the selection sample, which picks among the proposals, is not here.
+    ``distinct``: the columns that vary, less those equal to an earlier one on every
+    row (:func:`_distinct_columns`); the selectors other than the view rule use only these."""
 
     x: np.ndarray
     xp: np.ndarray
@@ -325,6 +338,25 @@ class _Proposal:
     delta: float
     confidence: float
     n_estimate: int
+    distinct: tuple[int, ...]
+
+
+def _distinct_columns(views_x: np.ndarray, views_xp: np.ndarray) -> tuple[int, ...]:
+    """The columns that vary in the pooled sample, less each one equal to an earlier one on
+    every row: a copy adds nothing to an event (a message that is also the output), and
+    in a naive-Bayes sum it would count twice.
+
+    >>> v = np.array([[0.0, 1.0, 1.0, 5.0], [0.0, 2.0, 2.0, 5.0]])
+    >>> _distinct_columns(v, v)
+    (1,)
+    """
+    out: list[int] = []
+    for column in _varying_columns(views_x, views_xp):
+        if not any(np.array_equal(views_x[:64, column], views_x[:64, kept])  # cheap first
+                   and np.array_equal(views_x[:, column], views_x[:, kept])
+                   and np.array_equal(views_xp[:, column], views_xp[:, kept]) for kept in out):
+            out.append(int(column))
+    return tuple(out)
 
 
 def _propose_view(p: _Proposal) -> tuple[str, Event] | None:
@@ -358,9 +390,14 @@ def _bins(pooled: np.ndarray) -> np.ndarray:
 
 
 def _propose_naive_bayes(p: _Proposal) -> tuple[str, Event] | None:
+    """Per-column histogram log-likelihood ratios summed (fitted on one half), cut on the other.
+
+    Skipped (None) unless some column's own G-test rejects independence of the label
+    (at ``_NB_COLUMN_LEVEL``): a sum of marginal ratios of such columns only is noise.
+    """
     (fit_x, cut_x), (fit_xp, cut_xp) = _halves(p.x), _halves(p.xp)
     kept: list[tuple[int, np.ndarray, np.ndarray]] = []
-    for column in _varying_columns(fit_x, fit_xp):
+    for column in p.distinct:
         edges = _bins(np.concatenate([fit_x[:, column], fit_xp[:, column]]))
         size = edges.size + 1
         counts_x = np.bincount(np.searchsorted(edges, fit_x[:, column], side="right"), minlength=size)
@@ -393,20 +430,24 @@ def _as_outcomes(event: ThresholdEvent, score: BinnedScore, pooled: np.ndarray) 
 
 
 def _propose_logistic(p: _Proposal) -> tuple[str, Event] | None:
-    # A linear score of a few columns hardly overfits: fitted and cut on the whole proposal
-    # half (twice the rows for the weights and the cut; the pick stays on held-out rows).
-    if _varying_columns(p.x, p.xp).size == 0:
+    """A logistic score, fitted and cut on the whole proposal half: a linear score of a
+    few columns hardly overfits, so it gets twice the rows (the pick stays on held-out rows).
+
+    Skipped (None) unless at least 2 distinct columns vary: a logistic score of one
+    column is monotone in it, so its events are the view rule's thresholds on that column.
+    """
+    if len(p.distinct) < 2:
         return None
     score = fit_logistic_score(p.x, p.xp, p.columns, max_rows=len(p.x))
     event = _threshold_proposal(score, p.x, p.xp, p.delta, p.confidence, p.n_estimate)
     return None if event is None else ("logistic-lr", event)
 
 
-def _low_cardinality(views_x: np.ndarray, views_xp: np.ndarray) -> list[tuple[int, int]]:
-    """``(column, modulus)`` of the pair candidates: columns with few values, and residues
-    mod 2 of the other integer columns (modulus 0: the column itself)."""
+def _low_cardinality(views_x: np.ndarray, views_xp: np.ndarray, distinct: Sequence[int]) -> list[tuple[int, int]]:
+    """``(column, modulus)`` of the pair candidates among the ``distinct`` columns: those with
+    few values, and residues mod 2 of the other integer ones (modulus 0: the column itself)."""
     out: list[tuple[int, int]] = []
-    for column in _varying_columns(views_x, views_xp):
+    for column in distinct:
         pooled = np.concatenate([views_x[:, column], views_xp[:, column]])
         if np.unique(pooled).size <= _PAIR_MAX_VALUES:
             out.append((int(column), 0))
@@ -425,8 +466,13 @@ def _codes(views: np.ndarray, column: int, modulus: int, values: np.ndarray) -> 
 
 
 def _propose_pairs(p: _Proposal) -> tuple[str, Event] | None:
+    """The best pair of low-cardinality columns (G-test on the ranking half), cut on the other.
+
+    Skipped (None) unless at least 2 columns qualify (at most ``_PAIR_MAX_VALUES``
+    values, or integer, taken mod 2): with fewer there is no pair.
+    """
     (rank_x, cut_x), (rank_xp, cut_xp) = _halves(p.x), _halves(p.xp)
-    candidates = _low_cardinality(rank_x, rank_xp)
+    candidates = _low_cardinality(rank_x, rank_xp, p.distinct)
     if len(candidates) < 2:
         return None
     values, codes_x, codes_xp = [], [], []
@@ -487,10 +533,10 @@ def _pair_event(p: _Proposal, candidates: list[tuple[int, int]], values: list[np
                            moduli=tuple(m for _, m in cols))
 
 
-def _tree_features(views_x: np.ndarray, views_xp: np.ndarray, columns: Sequence[str]
+def _tree_features(views_x: np.ndarray, views_xp: np.ndarray, columns: Sequence[str], distinct: Sequence[int]
                    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...]]:
-    """The columns that vary, then residues mod 2, 3, 4 of the integer ones with more than 2 values."""
-    varying = [int(c) for c in _varying_columns(views_x, views_xp)]
+    """The ``distinct`` columns, then residues mod 2, 3, 4 of the integer ones with more than 2 values."""
+    varying = list(distinct)
     features = [(c, 0) for c in varying]
     for c in varying:
         pooled = np.concatenate([views_x[:, c], views_xp[:, c]])
@@ -502,19 +548,27 @@ def _tree_features(views_x: np.ndarray, views_xp: np.ndarray, columns: Sequence[
 
 
 def _propose_trees(p: _Proposal) -> tuple[str, Event] | None:
-    from sklearn.ensemble import HistGradientBoostingClassifier
+    """Boosted trees, fitted on at most the first ``_TREE_MAX_ROWS`` rows per input of the
+    fit half (the rows are independent trials, so the first ones are a fair subsample).
 
+    Skipped (None) unless there are at least 2 features (varying columns and residues):
+    a score of one feature is a function of one column, whose likelihood ratio the
+    naive-Bayes histogram already estimates (and the view rule thresholds).
+    """
     (fit_x, cut_x), (fit_xp, cut_xp) = _halves(p.x), _halves(p.xp)
     fit_x, fit_xp = fit_x[:_TREE_MAX_ROWS], fit_xp[:_TREE_MAX_ROWS]
-    indices, moduli, names = _tree_features(fit_x, fit_xp, p.columns)
-    if not indices:
+    indices, moduli, names = _tree_features(fit_x, fit_xp, p.columns, p.distinct)
+    if len(indices) < 2:
         return None
+    from sklearn.ensemble import HistGradientBoostingClassifier  # not imported where trees cannot run
+
     design = np.concatenate([_features(fit_x, indices, moduli), _features(fit_xp, indices, moduli)])
     labels = np.concatenate([np.ones(len(fit_x)), np.zeros(len(fit_xp))])
     # A fixed random_state: the early-stopping split, hence the event, is a function of the
     # selection sample alone (identical under every executor).
-    model = HistGradientBoostingClassifier(max_iter=100, max_leaf_nodes=15, learning_rate=0.1,
-                                           early_stopping=True, n_iter_no_change=5, random_state=0)
+    model = HistGradientBoostingClassifier(max_iter=_TREE_MAX_ITER, max_leaf_nodes=_TREE_LEAVES,
+                                           learning_rate=_TREE_LEARNING_RATE, early_stopping=True,
+                                           n_iter_no_change=3, random_state=0)
     with _one_thread():
         model.fit(design, labels)
     score = TreeScore(model, indices, moduli, names, _used_features(model, len(indices)))
@@ -570,35 +624,53 @@ def _pick(proposals: list[tuple[str, Event]], hold_x: np.ndarray, hold_xp: np.nd
 def _held_out_forecast(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, delta: float, alpha: float,
                        confidence: float, n_estimate: int) -> float:
     """The selection criterion of ``event`` on the held-out half (see :func:`_pick`)."""
-    in_x, in_xp = event.contains(hold_x), event.contains(hold_xp)
+    calibrated = isinstance(event, ThresholdEvent) and isinstance(event.score, CalibratedScore)
+    if calibrated:  # the score once per row (a tree ensemble's is the costly part of the pick)
+        l_x, l_xp = event.values(hold_x), event.values(hold_xp)
+        in_x, in_xp = event.holds(l_x), event.holds(l_xp)
+        l_x, l_xp = np.clip(l_x, -30, 30), np.clip(l_xp, -30, 30)
+    else:
+        in_x, in_xp = event.contains(hold_x), event.contains(hold_xp)
     n_x, n_xp = len(hold_x), len(hold_xp)
     hits_x, hits_xp = int(np.count_nonzero(in_x)), int(np.count_nonzero(in_xp))
     plain = float(_selection_criterion(np.array(hits_x), n_x, np.array(hits_xp), n_xp, delta, alpha))
-    score = getattr(event, "score", None)
-    if not isinstance(score, CalibratedScore):
+    if not calibrated:
         return plain
-    l_x, l_xp = np.clip(score(hold_x), -30, 30), np.clip(score(hold_xp), -30, 30)
-    # Per direction: numerator hits and rows, the likelihood-ratio estimate of the
-    # denominator's count (from the numerator's rows), and the direct count.
-    directions = [(hits_x, n_x, float(np.exp(-l_x[in_x]).sum()) * n_xp / n_x, hits_xp, n_xp),
-                  (n_xp - hits_xp, n_xp, float(np.exp(l_xp[~in_xp]).sum()) * n_x / n_xp, n_x - hits_x, n_x)]
-    smooth = [plain]
-    for hits, rows, expected, direct, other in directions:
-        if hits == 0:
-            continue
-        # The estimate's relative error is that of the numerator's count (it sums over
-        # the same rows). Where the direct count is larger, the score may be
-        # overconfident (it then underestimates the tails): the plain forecast stands,
-        # with the direct count's own error.
-        if direct > expected:
-            continue
-        count = expected
-        p_lo = float(clopper_pearson(hits, rows, alpha, "lower"))
-        inflate = float(clopper_pearson(hits, rows, alpha, "upper")) * rows / hits
-        q_hi = min(count * inflate / other, 1.0)
-        if p_lo > delta and q_hi > 0:
-            smooth.append(math.log((p_lo - delta) / q_hi))
+    # Per direction: the log-likelihood ratio oriented towards the numerator's input,
+    # on the numerator's and the denominator's rows, and the event's side on each.
+    smooth = [plain] + [_smoothed_forecast(u_num, u_den, in_num, in_den, delta, alpha)
+                        for u_num, u_den, in_num, in_den in ((l_x, l_xp, in_x, in_xp), (-l_xp, -l_x, ~in_xp, ~in_x))]
     return max(smooth)
+
+
+def _smoothed_forecast(u_num: np.ndarray, u_den: np.ndarray, in_num: np.ndarray, in_den: np.ndarray,
+                       delta: float, alpha: float) -> float:
+    """ln((p_lo - delta)/q_hi) for an event whose denominator count is estimated from the
+    numerator's rows, ``sum e^-u`` over those in the event (u: the calibrated
+    log-likelihood ratio towards the numerator's input); -inf where that does not apply.
+
+    The estimate's relative error is that of the numerator's count (it sums over the
+    same rows). It stands only if the score is calibrated where the event lies: on the
+    tail of u that holds the event and at least ``_CALIBRATION_ROWS`` denominator rows,
+    the direct denominator count must not be improbably large for the estimate
+    (Poisson upper tail below ``_CALIBRATION_LEVEL``). An overconfident score (one that
+    weighs a column twice, say) underestimates its tails, and a test on the event's
+    few denominator rows alone would hardly ever see it.
+    """
+    hits, rows, other = int(np.count_nonzero(in_num)), u_num.size, u_den.size
+    if hits == 0:
+        return -math.inf
+    expected = float(np.exp(-u_num[in_num]).sum()) * other / rows
+    # The broader tail: the event, or the event with the top _CALIBRATION_ROWS denominator rows.
+    edge = np.partition(u_den, -_CALIBRATION_ROWS)[-_CALIBRATION_ROWS] if other >= _CALIBRATION_ROWS else -np.inf
+    tail_num, tail_den = in_num | (u_num >= edge), in_den | (u_den >= edge)
+    tail_expected = float(np.exp(-u_num[tail_num]).sum()) * other / rows
+    if stats.poisson.sf(np.count_nonzero(tail_den) - 1, tail_expected) < _CALIBRATION_LEVEL:
+        return -math.inf
+    p_lo = float(clopper_pearson(hits, rows, alpha, "lower"))
+    inflate = float(clopper_pearson(hits, rows, alpha, "upper")) * rows / hits
+    q_hi = min(expected * inflate / other, 1.0)
+    return math.log((p_lo - delta) / q_hi) if p_lo > delta and q_hi > 0 else -math.inf
 
 
 def choose_event(
@@ -677,6 +749,7 @@ def choose_event(
     if not all(np.isfinite(part).all() for part in (select_x, select_xp)):
         raise ParameterError("views must be finite (no nan or inf) to select an event")
     (prop_x, hold_x), (prop_xp, hold_xp) = _halves(select_x), _halves(select_xp)
-    proposal = _Proposal(prop_x, prop_xp, columns, score, delta, confidence, n_estimate)
+    proposal = _Proposal(prop_x, prop_xp, columns, score, delta, confidence, n_estimate,
+                         _distinct_columns(prop_x, prop_xp))
     proposals = [made for made in (_PROPOSERS[name](proposal) for name in names) if made is not None]
     return _pick(proposals, hold_x, hold_xp, delta, confidence, n_estimate)
