@@ -58,7 +58,7 @@ from privsim.analysis.audit_select import (
 )
 from privsim.errors import ParameterError
 
-__all__ = ["SELECTORS", "BinnedScore", "CalibratedScore", "TreeScore", "choose_event"]
+__all__ = ["SELECTORS", "BinnedScore", "CalibratedScore", "TreeScore", "choose_event", "parse_selectors"]
 
 #: The selectors, in order of preference on ties.
 SELECTORS = ("view", "naive-bayes", "logistic-lr", "pairs", "trees")
@@ -95,6 +95,46 @@ _PICK_TIE = 0.005
 # is this improbable (Poisson upper tail) under the score's estimate.
 _CALIBRATION_LEVEL = 0.05
 _CALIBRATION_ROWS = 25
+
+
+def parse_selectors(value: str | Sequence[str] | None, field: str = "selectors") -> tuple[str, ...] | None:
+    """The selectors named by ``value`` (comma-separated text, or a list), checked.
+
+    Parameters
+    ----------
+    value:
+        ``"view,pairs"``, ``["view", "pairs"]``, or None (all of :data:`SELECTORS`).
+    field:
+        The name the error message gives the value (a flag, a scenario key).
+
+    Returns
+    -------
+    tuple or None
+        The names, in the given order without repeats; None for None.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown name, an empty list, or a list without ``"view"`` (the rule
+        that also judges small discrete views on its own).
+
+    Examples
+    --------
+    >>> parse_selectors("view, pairs")
+    ('view', 'pairs')
+    >>> parse_selectors(None) is None
+    True
+    """
+    if value is None:
+        return None
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
+    names = list(dict.fromkeys(name for name in names if name))
+    unknown = [name for name in names if name not in SELECTORS]
+    if unknown or "view" not in names:
+        what = f"unknown {', '.join(map(repr, unknown))}" if unknown else "'view' is missing"
+        raise ParameterError(f"{field}: {what}; give a comma-separated list of {', '.join(SELECTORS)} "
+                             "that includes view")
+    return tuple(names)
 
 
 # --------------------------------------------------------------------------------------
@@ -736,10 +776,7 @@ def choose_event(
     select_xp = check_views(select_xp, columns, "x'")
     # Batches are assumed of one size, so the estimation sample is forecast from the first part.
     n_estimate = max(1, select_x.shape[0] * n_batches_estimate // n_batches_select)
-    names = SELECTORS if selectors is None else tuple(selectors)
-    unknown = [s for s in names if s not in _PROPOSERS]
-    if unknown or "view" not in names:
-        raise ParameterError(f"selectors: must include 'view' and name only {', '.join(SELECTORS)}; got {names}")
+    names = parse_selectors(selectors) or SELECTORS
     chosen = resolve_kind(select_x, select_xp, score, kind)
     # A small discrete view is judged outcome by outcome over all its columns: the family
     # of the Neyman-Pearson lemma itself, which no other selector can beat but by noise.
