@@ -145,15 +145,16 @@ def _proposal(vx, vxp, columns):
 
 
 def test_naive_bayes_sums_weak_columns():
-    # Twelve columns, each a 0.2-DP randomized response of the same bit, and noise: the
-    # naive-Bayes proposal sums exactly the informative columns.
+    # Twelve columns, each a 0.2-DP randomized response of the same bit, noise, and their
+    # published total: the naive-Bayes proposal sums exactly the informative columns (the
+    # total would count their evidence twice).
     def sampler(which, index):
         rng = _rng(9, which, index)
         keep = rng.random((20_000, 12)) < 1 / (1 + math.exp(-0.2))
         bits = keep if which == "x" else ~keep
-        return np.column_stack([bits, rng.integers(0, 2, (20_000, 3))]).astype(float)
+        return np.column_stack([bits, rng.integers(0, 2, (20_000, 3)), bits.sum(axis=1)]).astype(float)
 
-    columns = [f"m{i}" for i in range(12)] + ["n0", "n1", "n2"]
+    columns = [f"m{i}" for i in range(12)] + ["n0", "n1", "n2", "total"]
     label, event = _propose_naive_bayes(_proposal(sampler("x", 0), sampler("xp", 0), columns))
     assert label == "naive-bayes" and isinstance(event.score, CalibratedScore)
     base = event.score.base

@@ -69,6 +69,7 @@ SELECTORS = ("view", "naive-bayes", "logistic-lr", "pairs", "trees")
 # nothing alone adds nothing to a sum of marginal ratios but noise.
 _NB_BINS = 64
 _NB_COLUMN_LEVEL = 0.01
+_NB_SPAN_ROWS = 4096
 # Pairs: columns with at most this many distinct values (and residues mod 2), at most
 # this many of them (the first ones), so at most 2016 pairs.
 _PAIR_MAX_VALUES = 16
@@ -429,15 +430,38 @@ def _bins(pooled: np.ndarray) -> np.ndarray:
     return np.unique(np.quantile(pooled, np.linspace(0, 1, _NB_BINS + 1)[1:-1]))
 
 
+def _independent_columns(views: np.ndarray, columns: Sequence[int]) -> list[int]:
+    """``columns`` less each one that is an affine function of the earlier ones (a
+    published total of the messages before it), found by a QR decomposition of the
+    centred first ``_NB_SPAN_ROWS`` rows: a zero on R's diagonal is a column in the span
+    of the earlier ones (exactly, not by chance, on that many rows of a real view).
+
+    >>> v = np.array([[0.0, 1.0, 1.0], [1.0, 1.0, 2.0], [1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    >>> _independent_columns(v, [0, 1, 2])
+    [0, 1]
+    """
+    if len(columns) < 2:
+        return list(columns)
+    sample = views[:_NB_SPAN_ROWS, list(columns)]
+    sample = sample - sample.mean(axis=0)
+    diagonal = np.abs(np.diag(np.linalg.qr(sample, mode="r")))
+    scale = np.linalg.norm(sample, axis=0)
+    return [c for c, r, n in zip(columns, diagonal, scale) if r > 1e-9 * max(n, 1e-300)]
+
+
 def _propose_naive_bayes(p: _Proposal) -> tuple[str, Event] | None:
     """Per-column histogram log-likelihood ratios summed (fitted on one half), cut on the other.
 
     Skipped (None) unless some column's own G-test rejects independence of the label
     (at ``_NB_COLUMN_LEVEL``): a sum of marginal ratios of such columns only is noise.
+    A column that is an affine function of earlier ones (:func:`_independent_columns`,
+    e.g. an output that totals the messages) is left out: its ratio would count their
+    evidence a second time, and the sum, overconfident in its tails, would forecast
+    rare events as far likelier under one input than they are.
     """
     (fit_x, cut_x), (fit_xp, cut_xp) = _halves(p.x), _halves(p.xp)
     kept: list[tuple[int, np.ndarray, np.ndarray]] = []
-    for column in p.distinct:
+    for column in _independent_columns(fit_x, p.distinct):
         edges = _bins(np.concatenate([fit_x[:, column], fit_xp[:, column]]))
         size = edges.size + 1
         counts_x = np.bincount(np.searchsorted(edges, fit_x[:, column], side="right"), minlength=size)
@@ -663,24 +687,36 @@ def _pick(proposals: list[tuple[str, Event]], hold_x: np.ndarray, hold_xp: np.nd
 
 def _held_out_forecast(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, delta: float, alpha: float,
                        confidence: float, n_estimate: int) -> float:
-    """The selection criterion of ``event`` on the held-out half (see :func:`_pick`)."""
-    calibrated = isinstance(event, ThresholdEvent) and isinstance(event.score, CalibratedScore)
-    if calibrated:  # the score once per row (a tree ensemble's is the costly part of the pick)
-        l_x, l_xp = event.values(hold_x), event.values(hold_xp)
-        in_x, in_xp = event.holds(l_x), event.holds(l_xp)
-        l_x, l_xp = np.clip(l_x, -30, 30), np.clip(l_xp, -30, 30)
-    else:
+    """The selection criterion of ``event`` on the held-out half (see :func:`_pick`).
+
+    For a threshold event, its thresholded value (a column, or a score) is calibrated on
+    these rows (:func:`_calibrate`, two parameters on the whole held-out half, oriented
+    so that the event's side reads as "likelier under x"): every threshold proposal,
+    the view rule's included, is then forecast the same way.
+    """
+    if not isinstance(event, ThresholdEvent):
         in_x, in_xp = event.contains(hold_x), event.contains(hold_xp)
-    n_x, n_xp = len(hold_x), len(hold_xp)
-    hits_x, hits_xp = int(np.count_nonzero(in_x)), int(np.count_nonzero(in_xp))
-    plain = float(_selection_criterion(np.array(hits_x), n_x, np.array(hits_xp), n_xp, delta, alpha))
-    if not calibrated:
+        return _plain_forecast(in_x, in_xp, delta, alpha)
+    # The values once per row (a tree ensemble's score is the costly part of the pick).
+    v_x, v_xp = event.values(hold_x), event.values(hold_xp)
+    in_x, in_xp = event.holds(v_x), event.holds(v_xp)
+    plain = _plain_forecast(in_x, in_xp, delta, alpha)
+    sign = 1.0 if event.op in (">=", ">") else -1.0
+    fit = _calibrate(sign * v_x, sign * v_xp)
+    if fit is None:
         return plain
+    l_x, l_xp = (np.clip(fit[0] * sign * v + fit[1], -30, 30) for v in (v_x, v_xp))
     # Per direction: the log-likelihood ratio oriented towards the numerator's input,
     # on the numerator's and the denominator's rows, and the event's side on each.
     smooth = [plain] + [_smoothed_forecast(u_num, u_den, in_num, in_den, delta, alpha)
                         for u_num, u_den, in_num, in_den in ((l_x, l_xp, in_x, in_xp), (-l_xp, -l_x, ~in_xp, ~in_x))]
     return max(smooth)
+
+
+def _plain_forecast(in_x: np.ndarray, in_xp: np.ndarray, delta: float, alpha: float) -> float:
+    """The selection criterion on the held-out counts of an event (likelier under x)."""
+    hits_x, hits_xp = int(np.count_nonzero(in_x)), int(np.count_nonzero(in_xp))
+    return float(_selection_criterion(np.array(hits_x), in_x.size, np.array(hits_xp), in_xp.size, delta, alpha))
 
 
 def _smoothed_forecast(u_num: np.ndarray, u_den: np.ndarray, in_num: np.ndarray, in_den: np.ndarray,
