@@ -27,6 +27,15 @@ half (a logistic fit of the label on the score, so it reads as a log-likelihood 
 L) and cut where a smoothed forecast of the final bound is best: under a calibrated L,
 Pr[S | x'] = E_x[e^-L; S], so the rare tail events where the loss of many weak messages
 lives are forecast from the x rows too, not only from the few x' rows that fall there.
+The held-out pick forecasts every threshold proposal so (the view rule's included),
+with the thresholded value calibrated on the held-out half, unless a test on the tail
+that holds the event finds the score overconfident there (:func:`_smoothed_forecast`).
+
+A selector runs only where it can win (the rule is in its docstring): all but the view
+rule see the distinct varying columns (:func:`_distinct_columns`); logistic-lr needs 2
+of them, trees 2 features, pairs 2 low-cardinality or integer columns. The tree
+ensembles are small and fitted on a capped number of rows, because every tree is paid
+for again on each row it scores.
 
 Every event stays readable: it names its columns and its rule.
 """
@@ -670,11 +679,12 @@ def _pick(proposals: list[tuple[str, Event]], hold_x: np.ndarray, hold_xp: np.nd
     """The proposal whose forecast bound on the held-out half is best.
 
     A forecast is the selection criterion on the held-out counts, with one standard
-    error on top of the final width (:func:`_pick_alpha`). For a threshold on a
-    calibrated score L, the denominator may instead come from the likelier input's rows
-    (Pr[S | x'] = E_x[e^-L; S]), with the numerator's relative error: rare events, where
-    many weak messages leave their loss, are then judged on the ratio their many rows
-    under the likelier input show, not on their few rows under the other one."""
+    error on top of the final width (:func:`_pick_alpha`). For a threshold event, whose
+    value is calibrated on the held-out half to a log-likelihood ratio L, the
+    denominator may instead come from the likelier input's rows (Pr[S | x'] =
+    E_x[e^-L; S]), with the numerator's relative error: rare events, where many weak
+    messages leave their loss, are then judged on the ratio their many rows under the
+    likelier input show, not on their few rows under the other one."""
     n_x, n_xp = len(hold_x), len(hold_xp)
     alpha = _pick_alpha(confidence, min(n_x, n_xp), n_estimate)
     values = [_held_out_forecast(event, hold_x, hold_xp, delta, alpha, confidence, n_estimate)
