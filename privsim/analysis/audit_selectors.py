@@ -793,8 +793,9 @@ def choose_event(
         :func:`~privsim.analysis.audit_select.select_event` of that kind on the whole
         selection sample.
     selectors:
-        Which of :data:`SELECTORS` compete (default: all). ``("view",)`` alone is the
-        audit's former rule, on the whole selection sample (no held-out half is needed);
+        Which of :data:`SELECTORS` compete (default: all), as :func:`parse_selectors`
+        reads them (``"view,pairs"`` too). ``("view",)`` alone is the audit's former
+        rule, on the whole selection sample (no held-out half is needed);
         so is a small discrete view (the view rule's ``"discrete"`` kind: per-outcome
         likelihood ratios over all columns, the optimal family).
 
