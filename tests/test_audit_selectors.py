@@ -264,24 +264,24 @@ def test_parse_selectors():
         parse_selectors("pairs")
 
 
-def _cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main([*map(str, args)])
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code or 0, out.out, out.err
-
-
 def test_audit_cli_selectors(capsys, tmp_path):
+    def _cli(*args):
+        code = 0
+        try:
+            main([str(a) for a in args])
+        except SystemExit as stop:
+            code = stop.code or 0
+        return (code, *capsys.readouterr())
+
     base = ["audit", "--protocol", "central-laplace", "--n", 4, "--coalition", "public", "--neighbor", 1,
             "--trials", 20_000, "--json"]
-    code, _, err = _cli(capsys, *base, "--selectors", "view,forest")
+    code, _, err = _cli(*base, "--selectors", "view,forest")
     assert code == 2 and err.count("\n") == 1 and "forest" in err and all(name in err for name in SELECTORS)
-    code, out, _ = _cli(capsys, *base, "--selectors", "view")
+    code, out, _ = _cli(*base, "--selectors", "view")
     assert code == 0 and json.loads(out)["selection"] == "column"
     # A scenario names them too (a string or a list); a bad one fails before anything runs.
     scenario = tmp_path / "s.toml"
     scenario.write_text('protocol = "central-laplace"\nn = 4\ncoalition = "public"\nneighbor = 1\n'
                         'trials = 20000\nselectors = ["view", "magic"]\n')
-    code, _, err = _cli(capsys, "audit", scenario)
+    code, _, err = _cli("audit", scenario)
     assert code == 2 and "selectors: unknown 'magic'" in err
