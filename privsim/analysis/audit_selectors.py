@@ -718,7 +718,9 @@ def _held_out_forecast(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, de
     l_x, l_xp = (np.clip(fit[0] * sign * v + fit[1], -30, 30) for v in (v_x, v_xp))
     # Per direction: the log-likelihood ratio oriented towards the numerator's input,
     # on the numerator's and the denominator's rows, and the event's side on each.
-    smooth = [plain] + [_smoothed_forecast(u_num, u_den, in_num, in_den, delta, alpha)
+    # No final bound can put Pr[S | x'] below what no hit in n_estimate trials allows.
+    floor = float(clopper_pearson(0, n_estimate, (1.0 - confidence) / 2, "upper"))
+    smooth = [plain] + [_smoothed_forecast(u_num, u_den, in_num, in_den, delta, alpha, floor)
                         for u_num, u_den, in_num, in_den in ((l_x, l_xp, in_x, in_xp), (-l_xp, -l_x, ~in_xp, ~in_x))]
     return max(smooth)
 
@@ -730,7 +732,7 @@ def _plain_forecast(in_x: np.ndarray, in_xp: np.ndarray, delta: float, alpha: fl
 
 
 def _smoothed_forecast(u_num: np.ndarray, u_den: np.ndarray, in_num: np.ndarray, in_den: np.ndarray,
-                       delta: float, alpha: float) -> float:
+                       delta: float, alpha: float, floor: float = 0.0) -> float:
     """ln((p_lo - delta)/q_hi) for an event whose denominator count is estimated from the
     numerator's rows, ``sum e^-u`` over those in the event (u: the calibrated
     log-likelihood ratio towards the numerator's input); -inf where that does not apply.
@@ -741,7 +743,10 @@ def _smoothed_forecast(u_num: np.ndarray, u_den: np.ndarray, in_num: np.ndarray,
     the direct denominator count must not be improbably large for the estimate
     (Poisson upper tail below ``_CALIBRATION_LEVEL``). An overconfident score (one that
     weighs a column twice, say) underestimates its tails, and a test on the event's
-    few denominator rows alone would hardly ever see it.
+    few denominator rows alone would hardly ever see it. The denominator's bound is at
+    least ``floor`` (that of no hit in the estimation trials): an event the score says
+    is all but impossible under one input is forecast no better than the estimation
+    sample can certify, so the estimate cannot beat an event as good on plain counts.
     """
     hits, rows, other = int(np.count_nonzero(in_num)), u_num.size, u_den.size
     if hits == 0:
@@ -755,7 +760,7 @@ def _smoothed_forecast(u_num: np.ndarray, u_den: np.ndarray, in_num: np.ndarray,
         return -math.inf
     p_lo = float(clopper_pearson(hits, rows, alpha, "lower"))
     inflate = float(clopper_pearson(hits, rows, alpha, "upper")) * rows / hits
-    q_hi = min(expected * inflate / other, 1.0)
+    q_hi = min(max(expected * inflate / other, floor), 1.0)
     return math.log((p_lo - delta) / q_hi) if p_lo > delta and q_hi > 0 else -math.inf
 
 
