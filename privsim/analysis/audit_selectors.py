@@ -722,7 +722,11 @@ def _held_out_forecast(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, de
     floor = float(clopper_pearson(0, n_estimate, (1.0 - confidence) / 2, "upper"))
     smooth = [plain] + [_smoothed_forecast(u_num, u_den, in_num, in_den, delta, alpha, floor)
                         for u_num, u_den, in_num, in_den in ((l_x, l_xp, in_x, in_xp), (-l_xp, -l_x, ~in_xp, ~in_x))]
-    return max(smooth)
+    # Nor does any forecast exceed that of an event separating the held-out rows
+    # perfectly (all of x's, none of x''s): beyond it these rows cannot rank events, and
+    # such an event (a protocol's own score, say) must not lose to a smoothed estimate.
+    ceiling = float(_selection_criterion(np.array(in_x.size), in_x.size, np.array(0), in_xp.size, delta, alpha))
+    return min(max(smooth), max(plain, ceiling))
 
 
 def _plain_forecast(in_x: np.ndarray, in_xp: np.ndarray, delta: float, alpha: float) -> float:
