@@ -13,13 +13,21 @@ prints JSON; about half an hour on the 2-core reference machine).
 - The issue's targets at 10^6 trials: the parity-leak secure sum on five seeds
   (epsilon_lower >= 1.8 and violated on each), twenty 0.1-DP messages (>= 1.25) and
   twenty 0.25-DP messages (>= 3.3).
+
+Two environment variables narrow a run (the report says what ran):
+``PRIVSIM_BENCH_AUDIT_TIME_ONLY=1`` measures only the time part (each scenario at 10^6
+with all selectors, then with the former rule; no 10^5 row, no example leaks, no
+targets); ``PRIVSIM_BENCH_AUDIT_SCENARIOS=GLOB[,GLOB...]`` (e.g. ``audit_public_*``) keeps only the
+bundled scenarios whose file stem matches one of them.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -59,10 +67,13 @@ def _example(name: str) -> Any:
     return module
 
 
-def _cases() -> list[dict[str, Any]]:
-    """Every bundled audit scenario and the example leaks, as keyword arguments of audit()."""
+def _cases(pattern: str = "audit_*", examples: bool = True) -> list[dict[str, Any]]:
+    """The bundled audit scenarios whose stem matches ``pattern`` (comma-separated globs) and the example leaks, as
+    keyword arguments of audit()."""
     cases = []
     for path in sorted((ROOT / "scenarios").glob("audit_*.toml")):
+        if not any(fnmatch.fnmatch(path.stem, one.strip()) for one in pattern.split(",")):
+            continue
         spec = load_scenario(path)
         proto = spec.build()
         extra = spec.extra
@@ -71,6 +82,8 @@ def _cases() -> list[dict[str, Any]]:
             "coalition": str(extra["coalition"]) if not isinstance(extra["coalition"], list)
             else ",".join(map(str, extra["coalition"])),
             "neighbor": int(extra["neighbor"]), "seed": spec.seed, "delta": extra.get("delta")}})
+    if not examples:
+        return cases
     parity, repeated = _example("parity_leak"), _example("repeated_rr")
     cases.append({"name": "example parity_leak (n = 8, t = 1, {0} vs 2)", "exact": parity.exact_loss(1.0), "kw": {
         "protocol": parity.ParityLeakSum(), "inputs": [1, 0, 1, 1, 0, 0, 1, 0], "t": 1, "coalition": "0",
@@ -88,10 +101,10 @@ def _run(kw: dict[str, Any], trials: int, selectors: tuple[str, ...] | None = No
     return result, time.perf_counter() - start
 
 
-def _row(case: dict[str, Any]) -> dict[str, Any]:
+def _row(case: dict[str, Any], sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
     print(f"  {case['name']} ...", file=sys.stderr, flush=True)
     row: dict[str, Any] = {"exact_loss": None if case["exact"] is None else round(case["exact"], 4)}
-    for trials in SIZES:
+    for trials in sizes:
         result, seconds = _run(case["kw"], trials)
         row[f"epsilon_lower_{trials:.0e}"] = round(result.epsilon_lower, 4)
         row[f"selection_{trials:.0e}"] = result.selection
@@ -129,14 +142,17 @@ def _targets() -> dict[str, Any]:
 def main() -> dict[str, Any]:
     """Run every measurement; return (and print) them as one JSON-ready dict."""
     start = time.perf_counter()
+    time_only = os.environ.get("PRIVSIM_BENCH_AUDIT_TIME_ONLY", "") not in ("", "0")
+    pattern = os.environ.get("PRIVSIM_BENCH_AUDIT_SCENARIOS", "audit_*")
     table = {}
-    for case in _cases():
-        row = _row(case)
+    for case in _cases(pattern, examples=not time_only):
+        row = _row(case, SIZES[-1:] if time_only else SIZES)
         if case["name"].startswith("audit_"):
             row.update(_time_ratio(case, row["seconds_1e+06"]))
         table[case["name"]] = row
     ratios = [row["time_ratio_all_over_former"] for row in table.values() if "time_ratio_all_over_former" in row]
-    report = {"power_table": table, "max_time_ratio_all_over_former": max(ratios), **_targets()}
+    report = {"scenarios": pattern, "time_only": time_only, "power_table": table,
+              "max_time_ratio_all_over_former": max(ratios, default=None), **({} if time_only else _targets())}
     report["seconds"] = round(time.perf_counter() - start, 1)
     return report
 

@@ -418,6 +418,10 @@ def audit_cmd(
                                        show_default="the scenario's, else the delta of the claim it is judged against"),
     confidence: float | None = typer.Option(None, "--confidence", help="Confidence of the bound.",
                                             show_default="the scenario's, else 0.95"),
+    selectors: str | None = typer.Option(None, "--selectors", help="Selectors that compete for the event, "
+                                         "comma-separated, view among them (view, naive-bayes, logistic-lr, "
+                                         "pairs, trees); view alone is the former rule.",
+                                         show_default="the scenario's, else all"),
     json_out: bool = _JSON,
     plot: Path | None = _plot_option("the score under x and x' with the event, and p-hat, q-hat"),
     executor: str | None = _EXECUTOR,
@@ -428,6 +432,7 @@ def audit_cmd(
 ) -> None:
     """Audit a coalition's view: a sound lower bound on epsilon, against the protocol's claim."""
     from privsim.analysis.audit import DEFAULT_AUDIT_TRIALS
+    from privsim.analysis.audit_selectors import parse_selectors
 
     plot = check_plot_path(plot)
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
@@ -443,6 +448,8 @@ def audit_cmd(
     if isinstance(coalition, list):
         coalition = ",".join(map(str, coalition))
     executor = executor or extra.get("executor")
+    chosen = parse_selectors(selectors if selectors is not None else extra.get("selectors"),
+                             "--selectors" if selectors is not None else "selectors")
     proto, tt = _setting(spec)
     check_executor_flags(executor, scheduler, workers)
     x = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
@@ -450,7 +457,8 @@ def audit_cmd(
                                   delta=delta if delta is not None else extra.get("delta"),
                                   confidence=float(confidence if confidence is not None
                                                    else extra.get("confidence", 0.95)),
-                                  executor=executor, scheduler=scheduler, workers=workers, max_memory=max_memory)
+                                  executor=executor, scheduler=scheduler, workers=workers, max_memory=max_memory,
+                                  selectors=chosen)
     data = result.to_dict()
     if plot is not None:
         _audit_plot(str(plot), proto, x, result)

@@ -33,7 +33,7 @@ __all__ = ["RunSpec", "load_scenario", "make_inputs", "parse_params", "read_scen
 _FIELDS = {
     "protocol": str, "n": int, "t": int, "trials": int, "seed": int, "inputs": (str, list),
     "params": dict, "title": str, "description": str, "coalition": (str, list, int), "neighbor": int,
-    "delta": float, "confidence": float, "plot": str, "executor": str, "ns": list,
+    "delta": float, "confidence": float, "plot": str, "executor": str, "ns": list, "selectors": (str, list),
 }
 
 

@@ -8,6 +8,7 @@ run at 10^5 trials (thresholds lowered by what the smaller estimation sample cos
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import sys
 from pathlib import Path
@@ -25,11 +26,17 @@ from privsim.analysis.audit_selectors import (
     CalibratedScore,
     TreeScore,
     _calibrate,
+    _distinct_columns,
     _Proposal,
+    _propose_logistic,
     _propose_naive_bayes,
     _propose_pairs,
+    _propose_trees,
+    _smoothed_forecast,
     choose_event,
+    parse_selectors,
 )
+from privsim.cli import main
 from privsim.errors import ParameterError
 
 _LEAKS = Path(__file__).resolve().parent.parent / "examples" / "leaks"
@@ -134,19 +141,20 @@ def test_calibration_recovers_a_scaled_likelihood_ratio():
 
 
 def _proposal(vx, vxp, columns):
-    return _Proposal(vx, vxp, columns, None, 0.0, 0.95, 10**5)
+    return _Proposal(vx, vxp, columns, None, 0.0, 0.95, 10**5, _distinct_columns(vx, vxp))
 
 
 def test_naive_bayes_sums_weak_columns():
-    # Twelve columns, each a 0.2-DP randomized response of the same bit, and noise: the
-    # naive-Bayes proposal sums exactly the informative columns.
+    # Twelve columns, each a 0.2-DP randomized response of the same bit, noise, and their
+    # published total: the naive-Bayes proposal sums exactly the informative columns (the
+    # total would count their evidence twice).
     def sampler(which, index):
         rng = _rng(9, which, index)
         keep = rng.random((20_000, 12)) < 1 / (1 + math.exp(-0.2))
         bits = keep if which == "x" else ~keep
-        return np.column_stack([bits, rng.integers(0, 2, (20_000, 3))]).astype(float)
+        return np.column_stack([bits, rng.integers(0, 2, (20_000, 3)), bits.sum(axis=1)]).astype(float)
 
-    columns = [f"m{i}" for i in range(12)] + ["n0", "n1", "n2"]
+    columns = [f"m{i}" for i in range(12)] + ["n0", "n1", "n2", "total"]
     label, event = _propose_naive_bayes(_proposal(sampler("x", 0), sampler("xp", 0), columns))
     assert label == "naive-bayes" and isinstance(event.score, CalibratedScore)
     base = event.score.base
@@ -211,3 +219,69 @@ def test_selectors_are_checked():
     with pytest.raises(ParameterError, match="selectors"):
         choose_event(views, views, ["a", "b"], 1, 1, selectors=("trees",))
     assert SELECTORS[0] == "view"
+
+
+def test_selectors_that_cannot_win_are_skipped():
+    # One continuous column, published twice (a message that is also the output), and a
+    # constant: one distinct column, so no trees and no logistic score (both would only
+    # re-describe thresholds on it), and naive Bayes counts the column once.
+    rng = np.random.default_rng(np.random.SeedSequence(5))
+    y_x, y_xp = rng.laplace(1.0, 1.0, 8_000), rng.laplace(0.0, 1.0, 8_000)
+    vx, vxp = (np.column_stack([y, y, np.zeros_like(y)]) for y in (y_x, y_xp))
+    columns = ["msg", "output", "input"]
+    proposal = _proposal(vx, vxp, columns)
+    assert proposal.distinct == (0,)
+    assert _propose_trees(proposal) is None and _propose_logistic(proposal) is None
+    label, event = _propose_naive_bayes(proposal)
+    assert event.score.base.columns == ("msg",)
+    # With two distinct columns both run again.
+    vx2, vxp2 = (np.column_stack([v[:, 0], rng.normal(size=len(v))]) for v in (vx, vxp))
+    two = _proposal(vx2, vxp2, ["msg", "noise"])
+    assert _propose_logistic(two) is not None and _propose_trees(two) is not None
+
+
+def test_the_smoothed_forecast_needs_a_calibrated_tail():
+    # y ~ N(+-1/2, 1): the log-likelihood ratio is y. The event {y >= 2.5} holds about
+    # 2280 of 10^5 rows under x and 135 under x'. With u = y the estimate sum e^-u over
+    # the x rows matches the x' count (the forecast stands); with u = 2y (a score that
+    # counts its evidence twice) it is about 20 times too small, which the tail test
+    # must reject (a Poisson upper tail far below 10^-10).
+    rng = np.random.default_rng(np.random.SeedSequence(6))
+    y_x, y_xp = rng.normal(0.5, 1, 100_000), rng.normal(-0.5, 1, 100_000)
+    alpha = 0.05
+    good = _smoothed_forecast(y_x, y_xp, y_x >= 2.5, y_xp >= 2.5, 0.0, alpha)
+    # The forecast is near the true ln(p/q) = ln(0.0228/0.00135) = 2.83, less the guard.
+    assert 2.4 < good < 2.9
+    assert _smoothed_forecast(2 * y_x, 2 * y_xp, y_x >= 2.5, y_xp >= 2.5, 0.0, alpha) == -math.inf
+
+
+def test_parse_selectors():
+    assert parse_selectors("view,trees, pairs,view") == ("view", "trees", "pairs")
+    assert parse_selectors(["view"]) == ("view",) and parse_selectors(None) is None
+    with pytest.raises(ParameterError, match="unknown 'forest'.*view, naive-bayes, logistic-lr, pairs, trees"):
+        parse_selectors("view,forest")
+    with pytest.raises(ParameterError, match="'view' is missing"):
+        parse_selectors("pairs")
+
+
+def test_audit_cli_selectors(capsys, tmp_path):
+    def _cli(*args):
+        code = 0
+        try:
+            main([str(a) for a in args])
+        except SystemExit as stop:
+            code = stop.code or 0
+        return (code, *capsys.readouterr())
+
+    base = ["audit", "--protocol", "central-laplace", "--n", 4, "--coalition", "public", "--neighbor", 1,
+            "--trials", 20_000, "--json"]
+    code, _, err = _cli(*base, "--selectors", "view,forest")
+    assert code == 2 and err.count("\n") == 1 and "forest" in err and all(name in err for name in SELECTORS)
+    code, out, _ = _cli(*base, "--selectors", "view")
+    assert code == 0 and json.loads(out)["selection"] == "column"
+    # A scenario names them too (a string or a list); a bad one fails before anything runs.
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('protocol = "central-laplace"\nn = 4\ncoalition = "public"\nneighbor = 1\n'
+                        'trials = 20000\nselectors = ["view", "magic"]\n')
+    code, _, err = _cli("audit", scenario)
+    assert code == 2 and "selectors: unknown 'magic'" in err

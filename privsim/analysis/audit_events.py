@@ -102,7 +102,18 @@ class ThresholdEvent:
 
     def contains(self, views: np.ndarray) -> np.ndarray:
         """Boolean array: does each row satisfy ``value <op> cut``? (See the class.)"""
-        values = self.values(views)
+        return self.holds(self.values(views))
+
+    def holds(self, values: np.ndarray) -> np.ndarray:
+        """Boolean array: does each of ``values`` (from :meth:`values`) satisfy ``value <op> cut``?
+
+        Lets a caller that needs the values too compute them once.
+
+        Examples
+        --------
+        >>> ThresholdEvent(1.0, "<", column=0).holds(np.array([0.5, 1.0])).tolist()
+        [True, False]
+        """
         if self.op == ">=":
             return values >= self.cut
         if self.op == "<":

@@ -27,6 +27,15 @@ half (a logistic fit of the label on the score, so it reads as a log-likelihood 
 L) and cut where a smoothed forecast of the final bound is best: under a calibrated L,
 Pr[S | x'] = E_x[e^-L; S], so the rare tail events where the loss of many weak messages
 lives are forecast from the x rows too, not only from the few x' rows that fall there.
+The held-out pick forecasts every threshold proposal so (the view rule's included),
+with the thresholded value calibrated on the held-out half, unless a test on the tail
+that holds the event finds the score overconfident there (:func:`_smoothed_forecast`).
+
+A selector runs only where it can win (the rule is in its docstring): all but the view
+rule see the distinct varying columns (:func:`_distinct_columns`); logistic-lr needs 2
+of them, trees 2 features, pairs 2 low-cardinality or integer columns. The tree
+ensembles are small and fitted on a capped number of rows, because every tree is paid
+for again on each row it scores.
 
 Every event stays readable: it names its columns and its rule.
 """
@@ -58,7 +67,7 @@ from privsim.analysis.audit_select import (
 )
 from privsim.errors import ParameterError
 
-__all__ = ["SELECTORS", "BinnedScore", "CalibratedScore", "TreeScore", "choose_event"]
+__all__ = ["SELECTORS", "BinnedScore", "CalibratedScore", "TreeScore", "choose_event", "parse_selectors"]
 
 #: The selectors, in order of preference on ties.
 SELECTORS = ("view", "naive-bayes", "logistic-lr", "pairs", "trees")
@@ -69,13 +78,20 @@ SELECTORS = ("view", "naive-bayes", "logistic-lr", "pairs", "trees")
 # nothing alone adds nothing to a sum of marginal ratios but noise.
 _NB_BINS = 64
 _NB_COLUMN_LEVEL = 0.01
+_NB_SPAN_ROWS = 4096
 # Pairs: columns with at most this many distinct values (and residues mod 2), at most
 # this many of them (the first ones), so at most 2016 pairs.
 _PAIR_MAX_VALUES = 16
 _PAIR_MAX_COLUMNS = 64
-# Trees: features and rows per input for the fit, and the small moduli of residues.
+# Trees: features and rows per input for the fit, and the small moduli of residues. The
+# ensemble is small (at most _TREE_MAX_ITER trees of _TREE_LEAVES leaves, a high learning
+# rate, early stopping) because every tree is paid for again on every row it scores: the
+# held-out half, and, if the trees win, every estimation trial.
 _TREE_MAX_FEATURES = 512
 _TREE_MAX_ROWS = 1 << 14
+_TREE_MAX_ITER = 40
+_TREE_LEAVES = 15
+_TREE_LEARNING_RATE = 0.25
 _TREE_MODULI = (2, 3, 4)
 # The pick among proposals: one standard error of the held-out half on top of the final
 # bound's width. There are a handful of proposals, not thousands of nested cuts, so the
@@ -84,6 +100,51 @@ _TREE_MODULI = (2, 3, 4)
 _Z_PICK = 1.0
 # Forecasts within this of the best count as a tie (the earlier selector wins).
 _PICK_TIE = 0.005
+# A calibrated score's smoothed forecast of an event's rare side stands unless the
+# held-out count on a tail around it (with at least _CALIBRATION_ROWS rows of that side)
+# is this improbable (Poisson upper tail) under the score's estimate.
+_CALIBRATION_LEVEL = 0.05
+_CALIBRATION_ROWS = 25
+
+
+def parse_selectors(value: str | Sequence[str] | None, field: str = "selectors") -> tuple[str, ...] | None:
+    """The selectors named by ``value`` (comma-separated text, or a list), checked.
+
+    Parameters
+    ----------
+    value:
+        ``"view,pairs"``, ``["view", "pairs"]``, or None (all of :data:`SELECTORS`).
+    field:
+        The name the error message gives the value (a flag, a scenario key).
+
+    Returns
+    -------
+    tuple or None
+        The names, in the given order without repeats; None for None.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown name, an empty list, or a list without ``"view"`` (the rule
+        that also judges small discrete views on its own).
+
+    Examples
+    --------
+    >>> parse_selectors("view, pairs")
+    ('view', 'pairs')
+    >>> parse_selectors(None) is None
+    True
+    """
+    if value is None:
+        return None
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
+    names = list(dict.fromkeys(name for name in names if name))
+    unknown = [name for name in names if name not in SELECTORS]
+    if unknown or "view" not in names:
+        what = f"unknown {', '.join(map(repr, unknown))}" if unknown else "'view' is missing"
+        raise ParameterError(f"{field}: {what}; give a comma-separated list of {', '.join(SELECTORS)} "
+                             "that includes view")
+    return tuple(names)
 
 
 # --------------------------------------------------------------------------------------
@@ -316,7 +377,9 @@ class _Proposal:
     """The proposal half of the selection sample and the level the bound will be at.
 
     Every selector fits (or ranks) on one half of it and cuts on the other; the held-out
-    half of the selection sample, which picks among the proposals, is not here."""
+    half of the selection sample, which picks among the proposals, is not here.
+    ``distinct``: the columns that vary, less those equal to an earlier one on every
+    row (:func:`_distinct_columns`); the selectors other than the view rule use only these."""
 
     x: np.ndarray
     xp: np.ndarray
@@ -325,6 +388,25 @@ class _Proposal:
     delta: float
     confidence: float
     n_estimate: int
+    distinct: tuple[int, ...]
+
+
+def _distinct_columns(views_x: np.ndarray, views_xp: np.ndarray) -> tuple[int, ...]:
+    """The columns that vary in the pooled sample, less each one equal to an earlier one on
+    every row: a copy adds nothing to an event (a message that is also the output), and
+    in a naive-Bayes sum it would count twice.
+
+    >>> v = np.array([[0.0, 1.0, 1.0, 5.0], [0.0, 2.0, 2.0, 5.0]])
+    >>> _distinct_columns(v, v)
+    (1,)
+    """
+    out: list[int] = []
+    for column in _varying_columns(views_x, views_xp):
+        if not any(np.array_equal(views_x[:64, column], views_x[:64, kept])  # cheap first
+                   and np.array_equal(views_x[:, column], views_x[:, kept])
+                   and np.array_equal(views_xp[:, column], views_xp[:, kept]) for kept in out):
+            out.append(int(column))
+    return tuple(out)
 
 
 def _propose_view(p: _Proposal) -> tuple[str, Event] | None:
@@ -357,10 +439,38 @@ def _bins(pooled: np.ndarray) -> np.ndarray:
     return np.unique(np.quantile(pooled, np.linspace(0, 1, _NB_BINS + 1)[1:-1]))
 
 
+def _independent_columns(views: np.ndarray, columns: Sequence[int]) -> list[int]:
+    """``columns`` less each one that is an affine function of the earlier ones (a
+    published total of the messages before it), found by a QR decomposition of the
+    centred first ``_NB_SPAN_ROWS`` rows: a zero on R's diagonal is a column in the span
+    of the earlier ones (exactly, not by chance, on that many rows of a real view).
+
+    >>> v = np.array([[0.0, 1.0, 1.0], [1.0, 1.0, 2.0], [1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    >>> _independent_columns(v, [0, 1, 2])
+    [0, 1]
+    """
+    if len(columns) < 2:
+        return list(columns)
+    sample = views[:_NB_SPAN_ROWS, list(columns)]
+    sample = sample - sample.mean(axis=0)
+    diagonal = np.abs(np.diag(np.linalg.qr(sample, mode="r")))
+    scale = np.linalg.norm(sample, axis=0)
+    return [c for c, r, n in zip(columns, diagonal, scale) if r > 1e-9 * max(n, 1e-300)]
+
+
 def _propose_naive_bayes(p: _Proposal) -> tuple[str, Event] | None:
+    """Per-column histogram log-likelihood ratios summed (fitted on one half), cut on the other.
+
+    Skipped (None) unless some column's own G-test rejects independence of the label
+    (at ``_NB_COLUMN_LEVEL``): a sum of marginal ratios of such columns only is noise.
+    A column that is an affine function of earlier ones (:func:`_independent_columns`,
+    e.g. an output that totals the messages) is left out: its ratio would count their
+    evidence a second time, and the sum, overconfident in its tails, would forecast
+    rare events as far likelier under one input than they are.
+    """
     (fit_x, cut_x), (fit_xp, cut_xp) = _halves(p.x), _halves(p.xp)
     kept: list[tuple[int, np.ndarray, np.ndarray]] = []
-    for column in _varying_columns(fit_x, fit_xp):
+    for column in _independent_columns(fit_x, p.distinct):
         edges = _bins(np.concatenate([fit_x[:, column], fit_xp[:, column]]))
         size = edges.size + 1
         counts_x = np.bincount(np.searchsorted(edges, fit_x[:, column], side="right"), minlength=size)
@@ -393,20 +503,24 @@ def _as_outcomes(event: ThresholdEvent, score: BinnedScore, pooled: np.ndarray) 
 
 
 def _propose_logistic(p: _Proposal) -> tuple[str, Event] | None:
-    # A linear score of a few columns hardly overfits: fitted and cut on the whole proposal
-    # half (twice the rows for the weights and the cut; the pick stays on held-out rows).
-    if _varying_columns(p.x, p.xp).size == 0:
+    """A logistic score, fitted and cut on the whole proposal half: a linear score of a
+    few columns hardly overfits, so it gets twice the rows (the pick stays on held-out rows).
+
+    Skipped (None) unless at least 2 distinct columns vary: a logistic score of one
+    column is monotone in it, so its events are the view rule's thresholds on that column.
+    """
+    if len(p.distinct) < 2:
         return None
     score = fit_logistic_score(p.x, p.xp, p.columns, max_rows=len(p.x))
     event = _threshold_proposal(score, p.x, p.xp, p.delta, p.confidence, p.n_estimate)
     return None if event is None else ("logistic-lr", event)
 
 
-def _low_cardinality(views_x: np.ndarray, views_xp: np.ndarray) -> list[tuple[int, int]]:
-    """``(column, modulus)`` of the pair candidates: columns with few values, and residues
-    mod 2 of the other integer columns (modulus 0: the column itself)."""
+def _low_cardinality(views_x: np.ndarray, views_xp: np.ndarray, distinct: Sequence[int]) -> list[tuple[int, int]]:
+    """``(column, modulus)`` of the pair candidates among the ``distinct`` columns: those with
+    few values, and residues mod 2 of the other integer ones (modulus 0: the column itself)."""
     out: list[tuple[int, int]] = []
-    for column in _varying_columns(views_x, views_xp):
+    for column in distinct:
         pooled = np.concatenate([views_x[:, column], views_xp[:, column]])
         if np.unique(pooled).size <= _PAIR_MAX_VALUES:
             out.append((int(column), 0))
@@ -425,8 +539,13 @@ def _codes(views: np.ndarray, column: int, modulus: int, values: np.ndarray) -> 
 
 
 def _propose_pairs(p: _Proposal) -> tuple[str, Event] | None:
+    """The best pair of low-cardinality columns (G-test on the ranking half), cut on the other.
+
+    Skipped (None) unless at least 2 columns qualify (at most ``_PAIR_MAX_VALUES``
+    values, or integer, taken mod 2): with fewer there is no pair.
+    """
     (rank_x, cut_x), (rank_xp, cut_xp) = _halves(p.x), _halves(p.xp)
-    candidates = _low_cardinality(rank_x, rank_xp)
+    candidates = _low_cardinality(rank_x, rank_xp, p.distinct)
     if len(candidates) < 2:
         return None
     values, codes_x, codes_xp = [], [], []
@@ -487,10 +606,10 @@ def _pair_event(p: _Proposal, candidates: list[tuple[int, int]], values: list[np
                            moduli=tuple(m for _, m in cols))
 
 
-def _tree_features(views_x: np.ndarray, views_xp: np.ndarray, columns: Sequence[str]
+def _tree_features(views_x: np.ndarray, views_xp: np.ndarray, columns: Sequence[str], distinct: Sequence[int]
                    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...]]:
-    """The columns that vary, then residues mod 2, 3, 4 of the integer ones with more than 2 values."""
-    varying = [int(c) for c in _varying_columns(views_x, views_xp)]
+    """The ``distinct`` columns, then residues mod 2, 3, 4 of the integer ones with more than 2 values."""
+    varying = list(distinct)
     features = [(c, 0) for c in varying]
     for c in varying:
         pooled = np.concatenate([views_x[:, c], views_xp[:, c]])
@@ -502,19 +621,27 @@ def _tree_features(views_x: np.ndarray, views_xp: np.ndarray, columns: Sequence[
 
 
 def _propose_trees(p: _Proposal) -> tuple[str, Event] | None:
-    from sklearn.ensemble import HistGradientBoostingClassifier
+    """Boosted trees, fitted on at most the first ``_TREE_MAX_ROWS`` rows per input of the
+    fit half (the rows are independent trials, so the first ones are a fair subsample).
 
+    Skipped (None) unless there are at least 2 features (varying columns and residues):
+    a score of one feature is a function of one column, whose likelihood ratio the
+    naive-Bayes histogram already estimates (and the view rule thresholds).
+    """
     (fit_x, cut_x), (fit_xp, cut_xp) = _halves(p.x), _halves(p.xp)
     fit_x, fit_xp = fit_x[:_TREE_MAX_ROWS], fit_xp[:_TREE_MAX_ROWS]
-    indices, moduli, names = _tree_features(fit_x, fit_xp, p.columns)
-    if not indices:
+    indices, moduli, names = _tree_features(fit_x, fit_xp, p.columns, p.distinct)
+    if len(indices) < 2:
         return None
+    from sklearn.ensemble import HistGradientBoostingClassifier  # not imported where trees cannot run
+
     design = np.concatenate([_features(fit_x, indices, moduli), _features(fit_xp, indices, moduli)])
     labels = np.concatenate([np.ones(len(fit_x)), np.zeros(len(fit_xp))])
     # A fixed random_state: the early-stopping split, hence the event, is a function of the
     # selection sample alone (identical under every executor).
-    model = HistGradientBoostingClassifier(max_iter=100, max_leaf_nodes=15, learning_rate=0.1,
-                                           early_stopping=True, n_iter_no_change=5, random_state=0)
+    model = HistGradientBoostingClassifier(max_iter=_TREE_MAX_ITER, max_leaf_nodes=_TREE_LEAVES,
+                                           learning_rate=_TREE_LEARNING_RATE, early_stopping=True,
+                                           n_iter_no_change=3, random_state=0)
     with _one_thread():
         model.fit(design, labels)
     score = TreeScore(model, indices, moduli, names, _used_features(model, len(indices)))
@@ -552,11 +679,12 @@ def _pick(proposals: list[tuple[str, Event]], hold_x: np.ndarray, hold_xp: np.nd
     """The proposal whose forecast bound on the held-out half is best.
 
     A forecast is the selection criterion on the held-out counts, with one standard
-    error on top of the final width (:func:`_pick_alpha`). For a threshold on a
-    calibrated score L, the denominator may instead come from the likelier input's rows
-    (Pr[S | x'] = E_x[e^-L; S]), with the numerator's relative error: rare events, where
-    many weak messages leave their loss, are then judged on the ratio their many rows
-    under the likelier input show, not on their few rows under the other one."""
+    error on top of the final width (:func:`_pick_alpha`). For a threshold event, whose
+    value is calibrated on the held-out half to a log-likelihood ratio L, the
+    denominator may instead come from the likelier input's rows (Pr[S | x'] =
+    E_x[e^-L; S]), with the numerator's relative error: rare events, where many weak
+    messages leave their loss, are then judged on the ratio their many rows under the
+    likelier input show, not on their few rows under the other one."""
     n_x, n_xp = len(hold_x), len(hold_xp)
     alpha = _pick_alpha(confidence, min(n_x, n_xp), n_estimate)
     values = [_held_out_forecast(event, hold_x, hold_xp, delta, alpha, confidence, n_estimate)
@@ -569,36 +697,75 @@ def _pick(proposals: list[tuple[str, Event]], hold_x: np.ndarray, hold_xp: np.nd
 
 def _held_out_forecast(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, delta: float, alpha: float,
                        confidence: float, n_estimate: int) -> float:
-    """The selection criterion of ``event`` on the held-out half (see :func:`_pick`)."""
-    in_x, in_xp = event.contains(hold_x), event.contains(hold_xp)
-    n_x, n_xp = len(hold_x), len(hold_xp)
-    hits_x, hits_xp = int(np.count_nonzero(in_x)), int(np.count_nonzero(in_xp))
-    plain = float(_selection_criterion(np.array(hits_x), n_x, np.array(hits_xp), n_xp, delta, alpha))
-    score = getattr(event, "score", None)
-    if not isinstance(score, CalibratedScore):
+    """The selection criterion of ``event`` on the held-out half (see :func:`_pick`).
+
+    For a threshold event, its thresholded value (a column, or a score) is calibrated on
+    these rows (:func:`_calibrate`, two parameters on the whole held-out half, oriented
+    so that the event's side reads as "likelier under x"): every threshold proposal,
+    the view rule's included, is then forecast the same way.
+    """
+    if not isinstance(event, ThresholdEvent):
+        in_x, in_xp = event.contains(hold_x), event.contains(hold_xp)
+        return _plain_forecast(in_x, in_xp, delta, alpha)
+    # The values once per row (a tree ensemble's score is the costly part of the pick).
+    v_x, v_xp = event.values(hold_x), event.values(hold_xp)
+    in_x, in_xp = event.holds(v_x), event.holds(v_xp)
+    plain = _plain_forecast(in_x, in_xp, delta, alpha)
+    sign = 1.0 if event.op in (">=", ">") else -1.0
+    fit = _calibrate(sign * v_x, sign * v_xp)
+    if fit is None:
         return plain
-    l_x, l_xp = np.clip(score(hold_x), -30, 30), np.clip(score(hold_xp), -30, 30)
-    # Per direction: numerator hits and rows, the likelihood-ratio estimate of the
-    # denominator's count (from the numerator's rows), and the direct count.
-    directions = [(hits_x, n_x, float(np.exp(-l_x[in_x]).sum()) * n_xp / n_x, hits_xp, n_xp),
-                  (n_xp - hits_xp, n_xp, float(np.exp(l_xp[~in_xp]).sum()) * n_x / n_xp, n_x - hits_x, n_x)]
-    smooth = [plain]
-    for hits, rows, expected, direct, other in directions:
-        if hits == 0:
-            continue
-        # The estimate's relative error is that of the numerator's count (it sums over
-        # the same rows). Where the direct count is larger, the score may be
-        # overconfident (it then underestimates the tails): the plain forecast stands,
-        # with the direct count's own error.
-        if direct > expected:
-            continue
-        count = expected
-        p_lo = float(clopper_pearson(hits, rows, alpha, "lower"))
-        inflate = float(clopper_pearson(hits, rows, alpha, "upper")) * rows / hits
-        q_hi = min(count * inflate / other, 1.0)
-        if p_lo > delta and q_hi > 0:
-            smooth.append(math.log((p_lo - delta) / q_hi))
-    return max(smooth)
+    l_x, l_xp = (np.clip(fit[0] * sign * v + fit[1], -30, 30) for v in (v_x, v_xp))
+    # Per direction: the log-likelihood ratio oriented towards the numerator's input,
+    # on the numerator's and the denominator's rows, and the event's side on each.
+    # No final bound can put Pr[S | x'] below what no hit in n_estimate trials allows.
+    floor = float(clopper_pearson(0, n_estimate, (1.0 - confidence) / 2, "upper"))
+    smooth = [plain] + [_smoothed_forecast(u_num, u_den, in_num, in_den, delta, alpha, floor)
+                        for u_num, u_den, in_num, in_den in ((l_x, l_xp, in_x, in_xp), (-l_xp, -l_x, ~in_xp, ~in_x))]
+    # Nor does any forecast exceed that of an event separating the held-out rows
+    # perfectly (all of x's, none of x''s): beyond it these rows cannot rank events, and
+    # such an event (a protocol's own score, say) must not lose to a smoothed estimate.
+    ceiling = float(_selection_criterion(np.array(in_x.size), in_x.size, np.array(0), in_xp.size, delta, alpha))
+    return min(max(smooth), max(plain, ceiling))
+
+
+def _plain_forecast(in_x: np.ndarray, in_xp: np.ndarray, delta: float, alpha: float) -> float:
+    """The selection criterion on the held-out counts of an event (likelier under x)."""
+    hits_x, hits_xp = int(np.count_nonzero(in_x)), int(np.count_nonzero(in_xp))
+    return float(_selection_criterion(np.array(hits_x), in_x.size, np.array(hits_xp), in_xp.size, delta, alpha))
+
+
+def _smoothed_forecast(u_num: np.ndarray, u_den: np.ndarray, in_num: np.ndarray, in_den: np.ndarray,
+                       delta: float, alpha: float, floor: float = 0.0) -> float:
+    """ln((p_lo - delta)/q_hi) for an event whose denominator count is estimated from the
+    numerator's rows, ``sum e^-u`` over those in the event (u: the calibrated
+    log-likelihood ratio towards the numerator's input); -inf where that does not apply.
+
+    The estimate's relative error is that of the numerator's count (it sums over the
+    same rows). It stands only if the score is calibrated where the event lies: on the
+    tail of u that holds the event and at least ``_CALIBRATION_ROWS`` denominator rows,
+    the direct denominator count must not be improbably large for the estimate
+    (Poisson upper tail below ``_CALIBRATION_LEVEL``). An overconfident score (one that
+    weighs a column twice, say) underestimates its tails, and a test on the event's
+    few denominator rows alone would hardly ever see it. The denominator's bound is at
+    least ``floor`` (that of no hit in the estimation trials): an event the score says
+    is all but impossible under one input is forecast no better than the estimation
+    sample can certify, so the estimate cannot beat an event as good on plain counts.
+    """
+    hits, rows, other = int(np.count_nonzero(in_num)), u_num.size, u_den.size
+    if hits == 0:
+        return -math.inf
+    expected = float(np.exp(-u_num[in_num]).sum()) * other / rows
+    # The broader tail: the event, or the event with the top _CALIBRATION_ROWS denominator rows.
+    edge = np.partition(u_den, -_CALIBRATION_ROWS)[-_CALIBRATION_ROWS] if other >= _CALIBRATION_ROWS else -np.inf
+    tail_num, tail_den = in_num | (u_num >= edge), in_den | (u_den >= edge)
+    tail_expected = float(np.exp(-u_num[tail_num]).sum()) * other / rows
+    if stats.poisson.sf(np.count_nonzero(tail_den) - 1, tail_expected) < _CALIBRATION_LEVEL:
+        return -math.inf
+    p_lo = float(clopper_pearson(hits, rows, alpha, "lower"))
+    inflate = float(clopper_pearson(hits, rows, alpha, "upper")) * rows / hits
+    q_hi = min(max(expected * inflate / other, floor), 1.0)
+    return math.log((p_lo - delta) / q_hi) if p_lo > delta and q_hi > 0 else -math.inf
 
 
 def choose_event(
@@ -635,8 +802,9 @@ def choose_event(
         :func:`~privsim.analysis.audit_select.select_event` of that kind on the whole
         selection sample.
     selectors:
-        Which of :data:`SELECTORS` compete (default: all). ``("view",)`` alone is the
-        audit's former rule, on the whole selection sample (no held-out half is needed);
+        Which of :data:`SELECTORS` compete (default: all), as :func:`parse_selectors`
+        reads them (``"view,pairs"`` too). ``("view",)`` alone is the audit's former
+        rule, on the whole selection sample (no held-out half is needed);
         so is a small discrete view (the view rule's ``"discrete"`` kind: per-outcome
         likelihood ratios over all columns, the optimal family).
 
@@ -664,10 +832,7 @@ def choose_event(
     select_xp = check_views(select_xp, columns, "x'")
     # Batches are assumed of one size, so the estimation sample is forecast from the first part.
     n_estimate = max(1, select_x.shape[0] * n_batches_estimate // n_batches_select)
-    names = SELECTORS if selectors is None else tuple(selectors)
-    unknown = [s for s in names if s not in _PROPOSERS]
-    if unknown or "view" not in names:
-        raise ParameterError(f"selectors: must include 'view' and name only {', '.join(SELECTORS)}; got {names}")
+    names = parse_selectors(selectors) or SELECTORS
     chosen = resolve_kind(select_x, select_xp, score, kind)
     # A small discrete view is judged outcome by outcome over all its columns: the family
     # of the Neyman-Pearson lemma itself, which no other selector can beat but by noise.
@@ -677,6 +842,7 @@ def choose_event(
     if not all(np.isfinite(part).all() for part in (select_x, select_xp)):
         raise ParameterError("views must be finite (no nan or inf) to select an event")
     (prop_x, hold_x), (prop_xp, hold_xp) = _halves(select_x), _halves(select_xp)
-    proposal = _Proposal(prop_x, prop_xp, columns, score, delta, confidence, n_estimate)
+    proposal = _Proposal(prop_x, prop_xp, columns, score, delta, confidence, n_estimate,
+                         _distinct_columns(prop_x, prop_xp))
     proposals = [made for made in (_PROPOSERS[name](proposal) for name in names) if made is not None]
     return _pick(proposals, hold_x, hold_xp, delta, confidence, n_estimate)
