@@ -241,18 +241,22 @@ def test_selectors_that_cannot_win_are_skipped():
 
 
 def test_the_smoothed_forecast_needs_a_calibrated_tail():
-    # y ~ N(+-1/2, 1): the log-likelihood ratio is y. The event {y >= 2.5} holds about
-    # 2280 of 10^5 rows under x and 135 under x'. With u = y the estimate sum e^-u over
-    # the x rows matches the x' count (the forecast stands); with u = 2y (a score that
-    # counts its evidence twice) it is about 20 times too small, which the tail test
-    # must reject (a Poisson upper tail far below 10^-10).
+    # y ~ N(+-1/2, 1): the log-likelihood ratio is y. The event {y >= 3.5} holds about
+    # 135 of 10^5 rows under x and 3 under x' (here 143 and 1): too few to count, so the
+    # denominator is estimated from the x rows. With u = y the estimate sum e^-u matches
+    # Pr[y >= 3.5 | x'] (the forecast stands); with u = 2y (a score that counts its
+    # evidence twice) it is far too small, which the tail test must reject.
     rng = np.random.default_rng(np.random.SeedSequence(6))
     y_x, y_xp = rng.normal(0.5, 1, 100_000), rng.normal(-0.5, 1, 100_000)
     alpha = 0.05
-    good = _smoothed_forecast(y_x, y_xp, y_x >= 2.5, y_xp >= 2.5, 0.0, alpha)
-    # The forecast is near the true ln(p/q) = ln(0.0228/0.00135) = 2.83, less the guard.
-    assert 2.4 < good < 2.9
-    assert _smoothed_forecast(2 * y_x, 2 * y_xp, y_x >= 2.5, y_xp >= 2.5, 0.0, alpha) == -math.inf
+    good = _smoothed_forecast(y_x, y_xp, y_x >= 3.5, y_xp >= 3.5, 0.0, alpha)
+    # Near the true ln(p/q) = ln(0.00135/3.17e-5) = 3.75, less the guard (2 x 1.645/sqrt(143)
+    # relative error: about 0.3); a factor of two in the estimate moves it by 0.69.
+    assert 3.2 < good < 3.75
+    assert _smoothed_forecast(2 * y_x, 2 * y_xp, y_x >= 3.5, y_xp >= 3.5, 0.0, alpha) == -math.inf
+    # Where the event holds enough x' rows to be counted ({y >= 2.5}: 135 expected), the
+    # count is the forecast: the smoothed estimate does not apply.
+    assert _smoothed_forecast(y_x, y_xp, y_x >= 2.5, y_xp >= 2.5, 0.0, alpha) == -math.inf
 
 
 def test_parse_selectors():

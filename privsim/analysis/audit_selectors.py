@@ -753,7 +753,10 @@ def _smoothed_forecast(u_num: np.ndarray, u_den: np.ndarray, in_num: np.ndarray,
     sample can certify, so the estimate cannot beat an event as good on plain counts.
     """
     hits, rows, other = int(np.count_nonzero(in_num)), u_num.size, u_den.size
-    if hits == 0:
+    # Where the event holds enough denominator rows to be counted, the count is the
+    # estimate: the smoothed one adds the calibration's model error (a linear fit over
+    # a flat-tailed loss, as the Laplace mechanism's, over-forecasts its tail).
+    if hits == 0 or np.count_nonzero(in_den) >= _CALIBRATION_ROWS:
         return -math.inf
     expected = float(np.exp(-u_num[in_num]).sum()) * other / rows
     # The broader tail: the event, or the event with the top _CALIBRATION_ROWS denominator rows.
