@@ -294,25 +294,48 @@ class DaskExecutor(Executor):
             raise ExecutorError(f"dask: cannot reach the scheduler {scheduler!r}: {exc}") from None
         self.workers = len(self._client.scheduler_info().get("workers", {})) or 1
 
-    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
-        blobs = [cloudpickle.dumps((fn, item)) for item in items]
-        futures = [self._client.submit(_run_task, b, retries=self.retries, pure=False) for b in blobs]
-        return _Submitted(self._results(futures), lambda: self._cancel(futures))
+    #: Seconds a result may take before the executor asks whether the cluster still works
+    #: on it (see :meth:`_wait`).
+    stall_seconds = 10.0
 
-    def _results(self, futures: list[Any]) -> Iterator[Any]:
-        for index, fut in enumerate(futures):
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        blobs: list[bytes | None] = [cloudpickle.dumps((fn, item)) for item in items]
+        futures = [self._submit(b) for b in blobs]
+        return _Submitted(self._results(blobs, futures), lambda: self._cancel(futures))
+
+    def _submit(self, blob: bytes | None) -> Any:
+        return self._client.submit(_run_task, blob, retries=self.retries, pure=False)
+
+    def _results(self, blobs: list[bytes | None], futures: list[Any]) -> Iterator[Any]:
+        for index in range(len(futures)):
             try:
-                result = fut.result()
+                result = self._wait(blobs, futures, index)
             except Exception as exc:  # the worker died `retries + 1` times (KilledWorker) or was lost
                 self._cancel(futures)
                 raise ExecutorError(f"batch {index} failed on the dask cluster: {type(exc).__name__}: {exc}; "
                                     "the run is incomplete and no result is reported") from None
-            futures[index] = fut = None  # released: the worker frees the result
+            futures[index] = blobs[index] = None  # released: the worker frees the result
             try:
                 yield _unpack(result, index, "on the dask cluster")
             except PrivsimError:
                 self._cancel(futures)
                 raise
+
+    def _wait(self, blobs: list[bytes | None], futures: list[Any], index: int) -> Any:
+        # A task can stay pending for good after its worker died, with nothing running
+        # anywhere (dask/distributed#6263; seen here once in a worker-death test). When a
+        # result is late and no worker processes anything, the unfinished tasks of the map
+        # are submitted again: the same blobs, so the same results.
+        while True:
+            try:
+                return futures[index].result(timeout=self.stall_seconds)
+            except TimeoutError:
+                if any(self._client.processing().values()):
+                    continue
+                for k in range(index, len(futures)):
+                    if futures[k] is not None and not futures[k].done():
+                        self._cancel([futures[k]])
+                        futures[k] = self._submit(blobs[k])
 
     def _cancel(self, futures: list[Any]) -> None:
         try:

@@ -90,6 +90,29 @@ def test_audit_identical_across_executors(dask_executor, pool, reference):
     assert audit(RandomizedResponse(epsilon=1.0), X, executor=dask_executor, **AUDIT).to_dict() == reference
 
 
+class _FirstTaskStuck(DaskExecutor):
+    """Submits its first task for a worker that does not exist: it stays pending with
+    nothing running, as a task lost with a dead worker can (dask/distributed#6263)."""
+
+    stall_seconds = 0.5
+
+    def __init__(self, inner: DaskExecutor) -> None:
+        self.__dict__.update(inner.__dict__)
+        self.stuck = 0
+
+    def _submit(self, blob):
+        if self.stuck:
+            return super()._submit(blob)
+        self.stuck += 1
+        return self._client.submit(cloudpickle.loads, blob, workers=["tcp://127.0.0.1:9"], pure=False)
+
+
+def test_a_stalled_dask_task_is_submitted_again(dask_executor):
+    ex = _FirstTaskStuck(dask_executor)
+    assert list(ex.map(abs, [-1, -2, -3])) == [1, 2, 3]
+    assert ex.stuck == 1
+
+
 def test_dead_worker_process_is_reported_not_hidden():
     with pytest.raises(ExecutorError, match="batch 0: a worker process died twice"):
         run_trials(DiesInWorkers(), X, trials=100, seed=1, executor="processes", workers=1)
