@@ -7,7 +7,8 @@ every batch split (batches are whole seeding blocks, see :mod:`privsim.parties.r
 
 Tasks travel as cloudpickle blobs, so protocols defined in a script or a test (and
 closures such as audit scores) run in worker processes too. A task that raises, or a
-worker that dies, is retried (Dask: ``retries``; processes: the pool is rebuilt once);
+worker that dies, is retried (Dask: ``retries``, and a task left pending with nothing
+running is submitted again; processes: the pool is rebuilt once);
 if it still fails, the whole run fails with :class:`~privsim.errors.ExecutorError` naming
 the batch — no partial result is ever presented as complete.
 """
