@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from privsim.analysis.plots import floor_text, plot_audit, plot_estimates, plot_series
+from privsim.analysis.plots import floor_text, plot_audit, plot_estimates, plot_series, remove_temp_files
 from privsim.cli_support import (
     Interrupted,
     check_executor_flags,
@@ -669,15 +669,15 @@ def main(argv: list[str] | None = None) -> None:
 def _exit_interrupted(code: int) -> None:
     # With Dask loaded, exit at once: interpreter shutdown would run its atexit handlers
     # (closing a cluster whose workers are already dead takes seconds). Workers are ended
-    # and the channels' temporary directories removed first. Otherwise main() exits normally.
+    # and half-written figures removed first. Otherwise main() exits normally.
     if "distributed" not in sys.modules:
         return
     import os
 
-    from privsim.executors import end_workers, remove_temp_dirs
+    from privsim.executors import end_workers
 
     end_workers()
-    remove_temp_dirs()
+    remove_temp_files()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -262,12 +262,13 @@ def report_interruption() -> None:
 
 
 def _exit_now(signum: int) -> None:
-    from privsim.executors import end_workers, remove_temp_dirs
+    from privsim.analysis.plots import remove_temp_files
+    from privsim.executors import end_workers
 
     if not _REPORTING.acquire(blocking=False):
         return  # the command is printing the line itself
     end_workers()
-    remove_temp_dirs()
+    remove_temp_files()
     try:
         sys.stderr.write(interrupted_line() + "\n")
         sys.stderr.flush()

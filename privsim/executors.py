@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import shutil
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, ProcessPoolExecutor
@@ -28,8 +27,8 @@ import cloudpickle
 
 from privsim.errors import ExecutorError, ParameterError, PrivsimError
 
-__all__ = ["EXECUTORS", "DaskExecutor", "Executor", "LocalExecutor", "ProcessExecutor", "TEMP_DIRS",
-           "end_workers", "get_executor", "remove_temp_dirs"]
+__all__ = ["EXECUTORS", "DaskExecutor", "Executor", "LocalExecutor", "ProcessExecutor", "end_workers",
+           "get_executor"]
 
 #: The executor names accepted by ``--executor`` and ``executor=``.
 EXECUTORS = ("local", "processes", "dask")
@@ -144,26 +143,6 @@ class LocalExecutor(Executor):
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
         for item in items:
             yield fn(item)
-
-
-#: Temporary files being written (a figure, see :mod:`privsim.analysis.plots`), removed by
-#: their owners, or by remove_temp_dirs() when a command is interrupted.
-TEMP_DIRS: set[str] = set()
-
-
-def remove_temp_dirs() -> None:
-    """Remove the temporary files still registered in :data:`TEMP_DIRS` (an interrupted command).
-
-    >>> import tempfile; fd, path = tempfile.mkstemp(); os.close(fd); TEMP_DIRS.add(path)
-    >>> remove_temp_dirs(); os.path.exists(path)
-    False
-    """
-    for path in list(TEMP_DIRS):
-        if os.path.isdir(path):
-            shutil.rmtree(path, ignore_errors=True)
-        elif os.path.exists(path):
-            os.unlink(path)
-        TEMP_DIRS.discard(path)
 
 
 #: Live process pools, so that an interrupted command can end their workers at once.
