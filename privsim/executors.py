@@ -7,8 +7,9 @@ every batch split (batches are whole seeding blocks, see :mod:`privsim.parties.r
 
 Tasks travel as cloudpickle blobs, so protocols defined in a script or a test (and
 closures such as audit scores) run in worker processes too. A task that raises, or a
-worker that dies, is retried (Dask: ``retries``, and a task left pending with nothing
-running is submitted again; processes: the pool is rebuilt once);
+worker that dies, is retried (Dask: ``retries``; and when nothing runs while a result is
+late, a LocalCluster's lost workers are started again and the pending tasks submitted
+again; processes: the pool is rebuilt once);
 if it still fails, the whole run fails with :class:`~privsim.errors.ExecutorError` naming
 the batch — no partial result is ever presented as complete.
 """
@@ -258,13 +259,15 @@ class DaskExecutor(Executor):
         # interpreter lock from the task: 5-15% of an audit's time here).
         environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
         environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+        self._cluster_config = {"distributed.nanny.pre-spawn-environ": environ,
+                                "distributed.worker.profile.enabled": False}
+        self._cluster_workers = int(workers or os.cpu_count() or 1)
         try:
             if scheduler:
                 self._client = Client(scheduler, timeout="20s")
             else:
-                with dask.config.set({"distributed.nanny.pre-spawn-environ": environ,
-                                      "distributed.worker.profile.enabled": False}):
-                    self._cluster = LocalCluster(n_workers=int(workers or os.cpu_count() or 1),
+                with dask.config.set(self._cluster_config):
+                    self._cluster = LocalCluster(n_workers=self._cluster_workers,
                                                  threads_per_worker=1, processes=True, host="127.0.0.1",
                                                  dashboard_address=None)
                 # Results come straight from the workers, not relayed by the scheduler
@@ -302,20 +305,39 @@ class DaskExecutor(Executor):
                 raise
 
     def _wait(self, blobs: list[bytes | None], futures: list[Any], index: int) -> Any:
-        # A task can stay pending for good after its worker died, with nothing running
-        # anywhere (dask/distributed#6263; seen here once in a worker-death test). When a
-        # result is late and no worker processes anything, the unfinished tasks of the map
-        # are submitted again: the same blobs, so the same results.
+        # When a result is late and no worker processes anything, the cluster is repaired
+        # and the unfinished tasks of the map are submitted again: the same blobs, so the
+        # same results. Two ways to get there after a worker died: a task left pending for
+        # good (dask/distributed#6263), or a LocalCluster left without that worker (see
+        # _restore_workers).
         while True:
             try:
                 return futures[index].result(timeout=self.stall_seconds)
             except TimeoutError:
                 if any(self._client.processing().values()):
                     continue
+                self._restore_workers()
                 for k in range(index, len(futures)):
                     if futures[k] is not None and not futures[k].done():
                         self._cancel([futures[k]])
                         futures[k] = self._submit(blobs[k])
+
+    def _restore_workers(self) -> None:
+        # A LocalCluster closes the nanny of a worker that is still missing
+        # `distributed.deploy.lost-worker-timeout` (15 s) after it was lost, even when that
+        # nanny is restarting the worker at that moment: a worker that dies twice 15 s apart
+        # is then gone for good. Our worker-death tests met it with both workers (CI hung):
+        # start the missing ones again, with the settings the cluster was started with.
+        if self._cluster is None or len(self._client.scheduler_info()["workers"]) >= self._cluster_workers:
+            return
+        import dask
+
+        with dask.config.set(self._cluster_config):  # the nannies read it when they start
+            self._cluster.scale(self._cluster_workers)
+            try:
+                self._client.wait_for_workers(self._cluster_workers, timeout=60)
+            except TimeoutError:  # some came back, or none yet: the next stall check looks again
+                pass
 
     def _cancel(self, futures: list[Any]) -> None:
         try:

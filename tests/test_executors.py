@@ -113,6 +113,37 @@ def test_a_stalled_dask_task_is_submitted_again(dask_executor):
     assert ex.stuck == 1
 
 
+class _Restores(DaskExecutor):
+    """Records how many workers the cluster had each time it was repaired."""
+
+    stall_seconds = 0.5
+
+    def __init__(self, inner: DaskExecutor) -> None:
+        self.__dict__.update(inner.__dict__)
+        self.seen: list[int] = []
+
+    def _restore_workers(self):
+        self.seen.append(len(self._client.scheduler_info()["workers"]))
+        super()._restore_workers()
+
+
+def test_a_dask_cluster_that_closed_its_lost_workers_gets_them_back(dask_executor, tmp_path):
+    # With lost-worker-timeout 0, the LocalCluster closes a dead worker's nanny while it
+    # restarts the worker, as it does at 15 s when a worker dies twice 15 s apart (which
+    # hung CI): both workers die in the first two runs, and the run must not wait forever.
+    import dask
+
+    proto = DiesOnce(epsilon=1.0)
+    proto.marker, proto.dies = str(tmp_path / "run"), 2
+    ex = _Restores(dask_executor)
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": 0}):
+        got = run_trials(proto, X, trials=4096, seed=2, executor=ex).summary()
+    assert os.path.exists(f"{proto.marker}-1") and 0 in ex.seen  # both died, and the cluster was empty
+    assert len(ex._client.scheduler_info()["workers"]) == 2
+    assert {**got, "executor": "local"} == run_trials(RandomizedResponse(epsilon=1.0), X, trials=4096,
+                                                      seed=2).summary() | {"protocol": got["protocol"]}
+
+
 def test_dead_worker_process_is_reported_not_hidden():
     with pytest.raises(ExecutorError, match="batch 0: a worker process died twice"):
         run_trials(DiesInWorkers(), X, trials=100, seed=1, executor="processes", workers=1)
@@ -188,6 +219,7 @@ class DiesOnce(RandomizedResponse):
 
     marker = ""
     die_at = 0
+    dies = 1  # the runs die_at, ..., die_at + dies - 1 die
 
     async def party(self, ctx):
         if os.getpid() != PARENT and ctx.id == 0:
@@ -198,7 +230,7 @@ class DiesOnce(RandomizedResponse):
                     break
                 except FileExistsError:
                     k += 1
-            if k == self.die_at:
+            if self.die_at <= k < self.die_at + self.dies:
                 os._exit(3)
         await super().party(ctx)
 
