@@ -305,18 +305,17 @@ class DaskExecutor(Executor):
                 raise
 
     def _wait(self, blobs: list[bytes | None], futures: list[Any], index: int) -> Any:
-        # When a result is late and no worker processes anything, the cluster is repaired
-        # and the unfinished tasks of the map are submitted again: the same blobs, so the
-        # same results. Two ways to get there after a worker died: a task left pending for
-        # good (dask/distributed#6263), or a LocalCluster left without that worker (see
-        # _restore_workers).
+        # When a result is late, a LocalCluster that lost workers for good gets them back
+        # (see _restore_workers); and if no worker processes anything, the unfinished tasks
+        # of the map are submitted again (the same blobs, so the same results): a task can
+        # stay pending for good after its worker died (dask/distributed#6263).
         while True:
             try:
                 return futures[index].result(timeout=self.stall_seconds)
             except TimeoutError:
+                self._restore_workers()
                 if any(self._client.processing().values()):
                     continue
-                self._restore_workers()
                 for k in range(index, len(futures)):
                     if futures[k] is not None and not futures[k].done():
                         self._cancel([futures[k]])
