@@ -6,12 +6,13 @@ whatever ran them: a run's result is identical for one seed under every executor
 every batch split (batches are whole seeding blocks, see :mod:`privsim.parties.rng`).
 
 Tasks travel as cloudpickle blobs, so protocols defined in a script or a test (and
-closures such as audit scores) run in worker processes too. A task that raises, or a
-worker that dies, is retried (Dask: ``retries``; and when nothing runs while a result is
-late, a LocalCluster's lost workers are started again and the pending tasks submitted
-again; processes: the pool is rebuilt once);
-if it still fails, the whole run fails with :class:`~privsim.errors.ExecutorError` naming
-the batch — no partial result is ever presented as complete.
+closures such as audit scores) run in worker processes too. A task that raises is
+reported, with its error's class and message. A task whose worker dies is run again
+(processes: once, on a rebuilt pool; Dask: on another worker, and when a result is late,
+a LocalCluster's lost workers are started again and, if nothing runs, the pending tasks
+are submitted again); if it still fails, the whole run fails with
+:class:`~privsim.errors.ExecutorError` naming the batch — no partial result is ever
+presented as complete.
 """
 
 from __future__ import annotations
@@ -234,7 +235,9 @@ class ProcessExecutor(Executor):
 class DaskExecutor(Executor):
     """Batches on a dask.distributed cluster: an existing one (``scheduler="tcp://HOST:PORT"``)
     or, by default, a LocalCluster on this machine (loopback only, one single-threaded
-    worker process per core). Each batch is retried ``retries`` times if its worker dies.
+    worker process per core). A batch whose worker dies runs again on another worker, up to
+    the scheduler's ``allowed-failures`` (3 by default); ``retries`` re-runs a task that
+    raised in the worker before privsim could catch it (its blob did not unpickle there).
 
     Example: ``run_trials(protocol, x, trials=10**6, executor=DaskExecutor("tcp://10.0.0.5:8786"))``,
     or ``privsim run ... --executor dask --scheduler tcp://10.0.0.5:8786`` on the command line.
