@@ -203,6 +203,27 @@ def test_trees_score_describes_its_features():
     assert score.describe() == "boosted-trees log-odds of (a)"
 
 
+def test_trees_score_computes_only_the_features_split_on_and_scores_as_the_model():
+    # A fitted proposal over many features, few of them informative: the score built
+    # from the features the trees split on equals the model's own prediction on all of
+    # them (a feature split on but left out would change it).
+    rng = np.random.default_rng(3)
+    vx, vxp = rng.integers(0, 6, (4000, 12)), rng.integers(0, 6, (4000, 12))
+    vx[:, 4] = (vx[:, 4] + (rng.random(4000) < 0.3)) % 6  # column 4 shifts under x
+    vx[:, 7] = (2 * rng.integers(0, 3, 4000) + (rng.random(4000) < 0.7)) % 6  # column 7 mod 2 leans odd under x
+    p = _Proposal(vx, vxp, [f"c{k}" for k in range(12)], None, 0.0, 0.95, 20_000, _distinct_columns(vx, vxp))
+    _, event = _propose_trees(p)
+    score = event.score
+    while not isinstance(score, TreeScore):
+        score = score.base
+    assert 0 < len(score.used) < len(score.indices)
+    from privsim.analysis.audit_selectors import _features
+
+    views = np.concatenate([vx, vxp])
+    full = score.model.decision_function(_features(views, score.indices, score.moduli))
+    np.testing.assert_array_equal(score(views), full)
+
+
 def test_the_view_selector_alone_is_the_former_rule():
     rng = np.random.default_rng(np.random.SeedSequence(3))
     vx, vxp = rng.laplace(1.0, 1.0, size=(20_000, 1)), rng.laplace(0.0, 1.0, size=(20_000, 1))
