@@ -337,8 +337,10 @@ class DaskExecutor(Executor):
         with dask.config.set(self._cluster_config):  # the nannies read it when they start
             self._cluster.scale(self._cluster_workers)
             try:
-                self._client.wait_for_workers(self._cluster_workers, timeout=60)
-            except TimeoutError:  # some came back, or none yet: the next stall check looks again
+                self._client.wait_for_workers(self._cluster_workers, timeout=self.stall_seconds)
+            except TimeoutError:
+                # Not all back yet, or one more was closed meanwhile (its nanny was still
+                # restarting when scale() looked): the next stall check scales again.
                 pass
 
     def _cancel(self, futures: list[Any]) -> None:
