@@ -26,23 +26,23 @@ CASES = [
 CHILD = r"""
 import json, resource, sys, time
 from privsim.protocols import get_protocol
-from privsim.resources import estimate_run
+from privsim.plan import plan_audit, plan_run
+from privsim.resources import estimate
 kind, name, n, t, trials, params = json.loads(sys.argv[1])
 proto = get_protocol(name, **params)
 coalition = ("C",) if proto.has_curator else tuple(range((t or 0) + 1))
 if kind == "audit":
-    from privsim.cli_support import _audit_plan
-    est = estimate_run(proto, n, t, trials, audit=_audit_plan(n, trials), coalition=coalition)
+    plan = plan_audit(proto, proto.default_inputs(n), coalition=coalition, neighbor=n - 1, trials=trials, seed=1, t=t)
 else:
-    est = estimate_run(proto, n, t, trials)
+    plan = plan_run(proto, proto.default_inputs(n), trials=trials, seed=1, t=t, record=False, split=True)
+est = estimate(plan)
 start = time.perf_counter()
 if kind == "run":
-    from privsim.simulate import run_trials
-    run_trials(proto, proto.default_inputs(n), trials=trials, seed=1, t=t)
+    from privsim.simulate import run_plan
+    run_plan(plan)
 else:
-    from privsim.analysis.audit import audit
-    audit(proto, proto.default_inputs(n), coalition=",".join(map(str, coalition)), neighbor=n - 1, trials=trials,
-          seed=1, t=t)
+    from privsim.analysis.audit import run_audit
+    run_audit(plan)
 seconds = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"seconds": seconds, "peak": peak, "est_seconds": est.seconds, "est_peak": est.memory}))

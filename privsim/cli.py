@@ -33,9 +33,10 @@ from privsim.cli_support import (
     value_text,
 )
 from privsim.errors import ParameterError, PrivsimError
+from privsim.plan import plan_run
 from privsim.protocols import REGISTRY
 from privsim.scenario import RunSpec, load_scenario, make_inputs, parse_params, read_scenario_text
-from privsim.simulate import batch_plan, run_trials, simulate
+from privsim.simulate import run_plan, simulate
 
 __all__ = ["app", "main"]
 
@@ -155,17 +156,19 @@ def run_spec(spec: RunSpec, progress: bool | None = None, executor: str | None =
     Checks the setting, the executor flags and the resources (:func:`privsim.cli_support.check_resources`)
     before anything runs; the progress bar counts trials.
     """
-    proto, t = _setting(spec)
+    _check_counts(spec)
+    proto = spec.build()
     executor = executor or spec.extra.get("executor")
     check_executor_flags(executor, scheduler, workers)
-    check_resources(proto, spec.n, t, spec.trials, executor=executor, workers=workers,  # type: ignore[arg-type]
-                    max_memory=max_memory, warn=_warn)
-    inputs = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
-    plan = batch_plan(spec.trials, spec.n)  # type: ignore[arg-type]
-    with progress_bar(spec.trials, f"{proto.name}", unit="trials", batches=len(plan), enabled=progress) as advance:
-        return run_trials(proto, inputs, trials=spec.trials, seed=spec.seed, t=t, executor=executor,
-                          scheduler=scheduler, workers=workers,
-                          progress=lambda k: advance(plan[k - 1][1], k), backend=backend, transport=transport)
+    plan = check_resources(
+        spec.n, spec.trials,  # type: ignore[arg-type]
+        lambda: plan_run(proto, make_inputs(proto, spec.inputs, spec.n, spec.seed), trials=spec.trials,  # type: ignore[arg-type]
+                         seed=spec.seed, t=spec.t, record=False, split=True, backend=backend, transport=transport),
+        executor=executor, workers=workers, max_memory=max_memory, warn=_warn)
+    with progress_bar(plan.trials, f"{proto.name}", unit="trials", batches=len(plan.batches),
+                      enabled=progress) as advance:
+        return run_plan(plan, executor=executor, scheduler=scheduler, workers=workers,
+                        progress=lambda k: advance(plan.batches[k - 1][1], k))
 
 
 def _theory_sd(protocol: Any, n: int, t: int) -> float | None:
@@ -445,23 +448,21 @@ def audit_cmd(
         raise ParameterError("coalition is required (--coalition IDS, e.g. 0,1 or C)")
     if neighbor is None:
         raise ParameterError("neighbor is required (--neighbor J, a party outside the coalition)")
-    if isinstance(coalition, list):
-        coalition = ",".join(map(str, coalition))
     executor = executor or extra.get("executor")
     chosen = parse_selectors(selectors if selectors is not None else extra.get("selectors"),
                              "--selectors" if selectors is not None else "selectors")
-    proto, tt = _setting(spec)
+    _check_counts(spec)
+    proto = spec.build()
     check_executor_flags(executor, scheduler, workers)
-    x = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
-    result = _audit_with_progress(proto, x, spec, tt, str(coalition), int(neighbor), progress=progress,
-                                  delta=delta if delta is not None else extra.get("delta"),
-                                  confidence=float(confidence if confidence is not None
-                                                   else extra.get("confidence", 0.95)),
-                                  executor=executor, scheduler=scheduler, workers=workers, max_memory=max_memory,
-                                  selectors=chosen)
+    result, plan = _audit_with_progress(proto, spec, coalition, neighbor, progress=progress,
+                                        delta=delta if delta is not None else extra.get("delta"),
+                                        confidence=float(confidence if confidence is not None
+                                                         else extra.get("confidence", 0.95)),
+                                        executor=executor, scheduler=scheduler, workers=workers,
+                                        max_memory=max_memory, selectors=chosen)
     data = result.to_dict()
     if plot is not None:
-        _audit_plot(str(plot), proto, x, result)
+        _audit_plot(str(plot), plan, result)
         data["plot"] = str(plot)
     if json_out:
         print_json(data)
@@ -476,35 +477,43 @@ def _audit_rows(data: dict[str, Any]) -> list[tuple[str, Any]]:
             for k, v in data.items() if k != "params"]
 
 
-def _audit_with_progress(proto: Any, x: np.ndarray, spec: RunSpec, t: int, coalition: str, neighbor: int, *,
-                         progress: bool | None, max_memory: str | None = None, executor: str | None = None,
-                         **kw: Any) -> Any:
-    """:func:`privsim.analysis.audit.audit` after the resource check, with a progress bar over
-    its batches (selection, then estimation, both inputs)."""
-    from privsim.analysis.audit import audit, plan_audit_batches
-    from privsim.network.schedule import parse_coalition
+def _audit_with_progress(proto: Any, spec: RunSpec, coalition: Any, neighbor: Any, *, progress: bool | None,
+                         max_memory: str | None = None, executor: str | None = None, scheduler: str | None = None,
+                         workers: int | None = None, delta: float | None = None, confidence: float = 0.95,
+                         selectors: Any = None) -> tuple[Any, Any]:
+    """The audit's plan (:func:`privsim.plan.plan_audit`, after the resource check), run with a
+    progress bar over its batches (selection, then estimation, both inputs); returns the
+    :class:`~privsim.analysis.audit.AuditResult` and the plan."""
+    from privsim.analysis.audit import run_audit
+    from privsim.plan import audit_split, plan_audit
 
-    total = 2 * len(plan_audit_batches(spec.trials, spec.n))  # type: ignore[arg-type]
-    members = parse_coalition(coalition, spec.n, proto.has_curator)  # type: ignore[arg-type]
-    check_resources(proto, spec.n, t, spec.trials, executor=executor, workers=kw.get("workers"),  # type: ignore[arg-type]
-                    max_memory=max_memory, audit=True, coalition=members, warn=_warn)
-    with progress_bar(total, f"audit {proto.name}", unit="batches", enabled=progress) as advance:
-        return audit(proto, x, coalition=coalition, neighbor=neighbor, trials=spec.trials, seed=spec.seed, t=t,
-                     progress=lambda k: advance(1, k), executor=executor, **kw)
+    def build() -> Any:
+        x = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
+        return plan_audit(proto, x, coalition=coalition, neighbor=neighbor, trials=spec.trials, seed=spec.seed,
+                          t=spec.t, delta=delta, selectors=selectors)
+
+    plan = check_resources(spec.n, spec.trials, build, executor=executor, workers=workers,  # type: ignore[arg-type]
+                           max_memory=max_memory, warn=_warn,
+                           audit=audit_split(spec.trials, spec.n, selectors=selectors))  # type: ignore[arg-type]
+    with progress_bar(plan.split.total_batches, f"audit {proto.name}", unit="batches", enabled=progress) as advance:
+        return run_audit(plan, confidence=confidence, progress=lambda k: advance(1, k), executor=executor,
+                         scheduler=scheduler, workers=workers), plan
 
 
-def _audit_plot(path: str, proto: Any, x: np.ndarray, result: Any) -> None:
-    from privsim.analysis.audit import _derived_seed, neighbouring_inputs, sample_views
+def _audit_plot(path: str, plan: Any, result: Any) -> None:
+    from privsim.analysis.audit import sample_views
+    from privsim.plan import derived_seed
 
-    xp = neighbouring_inputs(proto, x, result.neighbor)
-    coalition = ",".join(result.coalition)
+    proto, coalition = plan.run.protocol, plan.members
     size = min(result.trials, 1 << 15)
-    vx, _ = sample_views(proto, x, coalition=coalition, trials=size, seed=_derived_seed(result.seed, 2), t=result.t)
-    vxp, _ = sample_views(proto, xp, coalition=coalition, trials=size, seed=_derived_seed(result.seed, 3), t=result.t)
+    vx, _ = sample_views(proto, plan.run.inputs, coalition=coalition, trials=size, seed=derived_seed(result.seed, 2),
+                         t=result.t)
+    vxp, _ = sample_views(proto, plan.x_prime, coalition=coalition, trials=size, seed=derived_seed(result.seed, 3),
+                          t=result.t)
     estimate = {"p_hat": result.p_hat, "q_hat": result.q_hat, "trials": result.trials_estimate,
                 "confidence": result.confidence, "epsilon_lower": result.epsilon_lower}
     plot_audit(path, vx, vxp, result.event_object,
-               f"{proto.name}: coalition {{{coalition}}} vs party {result.neighbor}; "
+               f"{proto.name}: coalition {{{','.join(result.coalition)}}} vs party {result.neighbor}; "
                f"epsilon >= {floor_text(result.epsilon_lower)} ({result.confidence:.0%})", estimate)
 
 
@@ -553,10 +562,8 @@ def _audit_lonely(proto: Any, spec: RunSpec, t: int, target: tuple[Any, Any], ma
                   progress: bool | None) -> dict[str, Any]:
     """Audit the first lonely party (with a non-empty neighbourhood) against its neighbours."""
     party, coalition = target
-    x = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
-    result = _audit_with_progress(proto, x, spec, t, ",".join(map(str, coalition)), int(party), progress=progress,
-                                  max_memory=max_memory)
-    return result.to_dict()
+    return _audit_with_progress(proto, spec.with_overrides(t=t), coalition, party, progress=progress,
+                                max_memory=max_memory)[0].to_dict()
 
 
 @app.command()

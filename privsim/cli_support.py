@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from rich.console import Console
@@ -44,6 +44,7 @@ __all__ = ["PLOT_FORMATS", "WIDTH", "Interrupted", "WORK", "check_executor_flags
            "check_resources", "interruptible", "interrupted_line", "jsonable", "print_json", "progress_bar",
            "protocol_detail", "protocols_table", "report_interruption", "value_text"]
 
+T = TypeVar("T")
 #: The width every table and bar fits in.
 WIDTH = 80
 #: The figure formats ``--plot`` writes.
@@ -110,20 +111,23 @@ def check_executor_flags(executor: str | None, scheduler: str | None, workers: i
         raise ParameterError(f"scheduler must look like tcp://HOST:PORT (got {scheduler!r})")
 
 
-def check_resources(protocol: Any, n: int, t: int | None, trials: int, *, executor: str | None,
-                    workers: int | None, max_memory: str | None, audit: bool = False,
-                    coalition: Any = None, warn: Callable[[str], None] | None = None) -> Any:
-    """Estimate a run's peak memory and time (:mod:`privsim.resources`) before it starts.
+def check_resources(n: int, trials: int, build: Callable[[], T], *, executor: str | None, workers: int | None,
+                    max_memory: str | None, audit: Any = None, warn: Callable[[str], None] | None = None) -> T:
+    """Build a run's plan with ``build()`` once its peak memory and time look affordable
+    (:mod:`privsim.resources`); returns the plan.
 
-    Refuses (:class:`~privsim.errors.ResourceError`) when the estimate exceeds the memory
-    available or ``max_memory``; calls ``warn`` with one line when it expects over a minute.
-    A bound from n and trials alone comes first, so a hopeless run is refused before its
-    schedule is built. Returns the :class:`~privsim.resources.Estimate`.
+    A bound from n and trials alone (and ``audit``, the audit's
+    :func:`~privsim.plan.audit_split`) comes first, so a hopeless run is refused before its
+    inputs and schedule are built; then the plan's own estimate. Refuses
+    (:class:`~privsim.errors.ResourceError`) when an estimate exceeds the memory available
+    or ``max_memory``; calls ``warn`` with one line when it expects over a minute.
 
+    >>> from privsim.plan import plan_run
     >>> from privsim.protocols import RandomizedResponse
-    >>> check_resources(RandomizedResponse(), 100, None, 1000, executor=None, workers=None, max_memory="4G").batches
-    1
-    >>> check_resources(RandomizedResponse(), 10**9, None, 10, executor=None, workers=None, max_memory="4G")
+    >>> check_resources(100, 1000, lambda: plan_run(RandomizedResponse(), n=100, trials=1000, split=True),
+    ...                 executor=None, workers=None, max_memory="4G").batches
+    ((0, 1000),)
+    >>> check_resources(10**9, 10, lambda: None, executor=None, workers=None, max_memory="4G")
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     privsim.errors.ResourceError: n, trials: this run needs about 4.9 TiB of memory (estimated), above the 4.0 GiB ...
@@ -132,26 +136,15 @@ def check_resources(protocol: Any, n: int, t: int | None, trials: int, *, execut
 
     limit = resources.parse_size(max_memory) if max_memory is not None else resources.available_memory()
     w = resources.cpu_workers(executor, workers)
-    plan = _audit_plan(n, trials) if audit else None
-    resources.check_memory(resources.floor_estimate(n, trials, workers=w, audit=plan), limit,
-                           given=max_memory is not None)
-    est = resources.estimate_run(protocol, n, t, trials, workers=w, audit=plan, coalition=coalition)
-    resources.check_memory(est, limit, given=max_memory is not None)
+    given = max_memory is not None
+    resources.check_memory(resources.floor_estimate(n, trials, workers=w, audit=audit), limit, given=given)
+    plan = build()
+    est = resources.estimate(plan, workers=w)  # type: ignore[arg-type]
+    resources.check_memory(est, limit, given=given)
     if est.seconds > 60 and warn is not None:
         warn(f"privsim: this will take about {resources.format_seconds(est.seconds)} (estimated; "
              f"{resources.format_bytes(est.memory)} peak, {est.batches} batches); Ctrl-C stops it")
-    return est
-
-
-def _audit_plan(n: int, trials: int) -> Any:
-    # The audit's batches, and about how many trials per input choose the event (a fifth,
-    # at most MAX_SELECT_TRIALS, in whole batches): privsim.analysis.audit's split.
-    from privsim.analysis.audit import MAX_SELECT_TRIALS, plan_audit_batches
-    from privsim.resources import AuditPlan
-
-    plan = plan_audit_batches(trials, n)
-    size = plan[0][1]
-    return AuditPlan(batch_trials=size, batches=len(plan), select_trials=min(trials // 5, MAX_SELECT_TRIALS) + size)
+    return plan
 
 
 # ------------------------------------------------------------------ progress

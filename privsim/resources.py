@@ -2,7 +2,8 @@
 
 The CLI refuses a run whose estimated peak memory exceeds the memory available (or
 ``--max-memory``), and says on stderr when it expects a run to take over a minute. The
-model counts what a batch holds (:func:`privsim.simulate.batch_plan`): every party's trio
+model reads the run's plan (:mod:`privsim.plan`: its batches, and an audit's selection
+sample) and counts what a batch holds: every party's trio
 task, context and random stream, the values of the busiest round's messages (one per
 trial each), the schedule itself, and every trial's estimate, which a run keeps. Time is
 per party-round (the task switches of the engine), per message and per message-trial
@@ -19,14 +20,14 @@ from __future__ import annotations
 import math
 import os
 import resource
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from privsim.errors import ResourceError
+from privsim.plan import AuditPlan, AuditSplit, RunPlan, batch_plan, plan_run
 
-__all__ = ["AuditPlan", "Estimate", "available_memory", "check_memory", "cpu_workers", "estimate_run", "floor_estimate",
-           "format_bytes", "format_seconds", "parse_size"]
+__all__ = ["Estimate", "available_memory", "check_memory", "cpu_workers", "estimate", "estimate_run",
+           "floor_estimate", "format_bytes", "format_seconds", "parse_size"]
 
 #: An interpreter with numpy, trio, scipy and privsim imported (RSS).
 BASE_BYTES = 110 << 20
@@ -163,46 +164,43 @@ def available_memory() -> int | None:
     return min(limits) if limits else None
 
 
-@dataclass(frozen=True)
-class AuditPlan:
-    """How an audit splits its trials, per input (from :func:`privsim.analysis.audit.plan_audit_batches`):
-    trials per batch, batches, and the trials that choose the event (held in memory).
-
-    >>> AuditPlan(batch_trials=32768, batches=31, select_trials=131072).batches
-    31
-    """
-
-    batch_trials: int
-    batches: int
-    select_trials: int
-
-
-def _batch_trials(n: int, trials: int, audit: AuditPlan | None) -> tuple[int, int]:
-    # (trials per batch, batches) as privsim.simulate.batch_plan (or the audit's plan) splits them.
-    from privsim.parties.rng import TRIAL_BLOCK
-    from privsim.simulate import BATCH_PARTY_TRIALS
-
-    if audit is not None:
-        return audit.batch_trials, audit.batches
-    size = max(TRIAL_BLOCK, BATCH_PARTY_TRIALS // max(n, 1)) // TRIAL_BLOCK * TRIAL_BLOCK
-    size = min(size, max(trials, 1))
-    return size, -(-trials // size)
-
-
-def floor_estimate(n: int, trials: int, *, workers: int = 1, audit: AuditPlan | None = None) -> Estimate:
+def floor_estimate(n: int, trials: int, *, workers: int = 1, audit: AuditSplit | None = None) -> Estimate:
     """A lower bound from n and trials alone (one message per party, one round), cheap for any n.
+
+    ``audit``: the audit's split (:func:`privsim.plan.audit_split`), for an audit's bound.
 
     >>> floor_estimate(10**9, 10).memory > 2**40   # four TiB of party tasks alone
     True
     """
-    size, batches = _batch_trials(n, trials, audit)
-    return _estimate(n + 1, size, batches, trials, rounds=1, schedule_messages=n, peak_round=n,
+    batches = audit.batches if audit is not None else batch_plan(trials, n)
+    return _estimate(n + 1, batches[0][1], len(batches), trials, rounds=1, schedule_messages=n, peak_round=n,
                      workers=workers, audit=audit, features=1)
 
 
-def estimate_run(protocol: Any, n: int, t: int | None, trials: int, *, workers: int = 1,
-                 audit: AuditPlan | None = None, coalition: Sequence[int | str] | None = None) -> Estimate:
-    """Peak memory and time of ``run_trials`` (or, given the audit's plan, of an audit of ``coalition``).
+def estimate(plan: RunPlan | AuditPlan, *, workers: int = 1) -> Estimate:
+    """Peak memory and time of the run (or audit) ``plan`` describes, from its batches and schedule.
+
+    >>> from privsim.plan import plan_audit
+    >>> from privsim.protocols import RandomizedResponse
+    >>> est = estimate(plan_audit(RandomizedResponse(), n=4, coalition="C", neighbor=1, trials=4 * 10**6))
+    >>> est.batches
+    246
+    """
+    audit = plan if isinstance(plan, AuditPlan) else None
+    run = plan.run if isinstance(plan, AuditPlan) else plan
+    schedule = run.schedule
+    per_round = schedule.messages_per_round() or [0]
+    features = 1
+    if audit is not None:
+        members = set(audit.members)
+        features = 1 + sum(1 for _, s, d in schedule.triples() if s in members or d in members)
+    return _estimate(run.n + int(run.protocol.has_curator), run.batches[0][1], len(run.batches), run.trials,
+                     rounds=max(schedule.rounds, 1), schedule_messages=schedule.messages, peak_round=max(per_round),
+                     workers=workers, audit=None if audit is None else audit.split, features=features)
+
+
+def estimate_run(protocol: Any, n: int, t: int | None, trials: int, *, workers: int = 1) -> Estimate:
+    """Peak memory and time of ``run_trials`` of ``protocol`` on its default inputs (see :func:`estimate`).
 
     Builds the protocol's schedule (cached on the protocol); call :func:`floor_estimate`
     first when n may be huge.
@@ -212,27 +210,18 @@ def estimate_run(protocol: Any, n: int, t: int | None, trials: int, *, workers: 
     >>> e.batches, 100 << 20 < e.memory < 1 << 30, e.seconds < 10
     (1, True, True)
     """
-    t = protocol.default_t(n) if t is None else int(t)
-    schedule = protocol.cached_schedule(n, t)
-    per_round = schedule.messages_per_round() or [0]
-    size, batches = _batch_trials(n, trials, audit)
-    features = 1
-    if audit is not None:
-        members = set(coalition or ())
-        features = 1 + sum(1 for _, s, d in schedule.triples() if s in members or d in members)
-    return _estimate(n + int(protocol.has_curator), size, batches, trials, rounds=max(schedule.rounds, 1),
-                     schedule_messages=schedule.messages, peak_round=max(per_round), workers=workers, audit=audit,
-                     features=features)
+    return estimate(plan_run(protocol, n=n, t=t, trials=trials, record=False, split=True), workers=workers)
 
 
 def _estimate(ids: int, size: int, batches: int, trials: int, *, rounds: int, schedule_messages: int,
-              peak_round: int, workers: int, audit: AuditPlan | None, features: int) -> Estimate:
+              peak_round: int, workers: int, audit: AuditSplit | None, features: int) -> Estimate:
     sims = batches * (2 if audit is not None else 1)  # an audit simulates every batch under x and x'
     workers = max(1, min(workers, sims))
     batch = ids * PARTY_BYTES + peak_round * (MESSAGE_BYTES + size * VALUE_BYTES)
     memory = BASE_BYTES + schedule_messages * SCHEDULE_BYTES
     if audit is not None:
-        # The recorded views of a batch, and the selection sample (both inputs) with one copy.
+        # The recorded views of a batch, and the selection sample (both inputs, exactly the
+        # audit's: privsim.plan.audit_split) with one copy.
         batch += AUDIT_VIEW_COPIES * features * size * 8
         memory += AUDIT_BASE_BYTES + AUDIT_VIEW_COPIES * 2 * (audit.select_trials + size) * features * 8
     else:

@@ -3,8 +3,9 @@
 Layers, from the bottom: errors; network (schedule, messages, inboxes); parties; mechanisms;
 privacy claims; protocols; the engine (simulate, results, views, executors, scenarios,
 transports); analysis; the command line; the package itself. A module may import its own
-layer or any below it. Cycles are checked between modules through module-level imports
-(an import inside a function runs later and cannot half-initialize a module).
+layer or any below it. Both checks read every runtime import, those inside functions too
+(only ``if TYPE_CHECKING:`` blocks are left out): a function-level import that closes a
+cycle still ties the two modules together, and only hides the cycle from the importer.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ LAYERS = [
     ("privsim.privacy", 4),
     ("privsim.mechanisms.noise_families", 4),  # a noise family carries its privacy map (a Privacy claim)
     ("privsim.protocols", 5),
-    ("privsim.simulate", 6), ("privsim.views", 6), ("privsim.accuracy", 6), ("privsim.executors", 6),
-    ("privsim.scenario", 6), ("privsim.resources", 6), ("privsim.transport", 6), ("privsim.backend", 6),
+    ("privsim.plan", 6), ("privsim.simulate", 6), ("privsim.views", 6), ("privsim.accuracy", 6),
+    ("privsim.executors", 6), ("privsim.scenario", 6), ("privsim.resources", 6), ("privsim.transport", 6),
     ("privsim.analysis", 7),
     ("privsim.cli", 8), ("privsim.cli_support", 8), ("privsim.cli_reference", 8), ("privsim.__main__", 8),
     ("privsim", 9),
@@ -97,9 +98,9 @@ def test_imports_go_downward(module):
 def test_no_import_cycles():
     graph = nx.DiGraph()
     for module, path in MODULES.items():
-        for m, top in imports(module, path, set(MODULES)):
+        for m, _ in imports(module, path, set(MODULES)):
             # A package's __init__ importing its own submodules is how a package is built.
-            if top and m != module and not m.startswith(module + "."):
+            if m != module and not m.startswith(module + "."):
                 graph.add_edge(module, m)
     cycles = list(nx.simple_cycles(graph))
     assert not cycles, f"import cycles: {cycles[:5]}"
@@ -111,3 +112,25 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     (fake / "bad.py").write_text("from privsim.analysis.audit import audit\n")
     found = imports("privsim.network.bad", fake / "bad.py", set(MODULES))
     assert any(layer(m) > layer("privsim.network.bad") for m, _ in found)
+
+
+def _package(module: str) -> str:
+    # privsim.x.y -> privsim.x; a top-level module (privsim.simulate) is a package of its own
+    return ".".join(module.split(".")[:2])
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_private_name_imported_across_packages(module):
+    tree = ast.parse(MODULES[module].read_text())
+    crossing = sorted(f"{node.module}.{a.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                      and (node.module or "").startswith("privsim") and _package(node.module) != _package(module)
+                      for a in node.names if a.name.startswith("_") and a.name != "__version__"
+                      and f"{node.module}.{a.name}" not in MODULES)
+    assert not crossing, f"{module} imports another package's private names: {crossing}"
+
+
+def test_the_checker_sees_a_function_level_import(tmp_path):
+    fake = tmp_path / "privsim" / "network"
+    fake.mkdir(parents=True)
+    (fake / "late.py").write_text("def f():\n    from privsim.simulate import simulate\n")
+    assert imports("privsim.network.late", fake / "late.py", set(MODULES)) == [("privsim.simulate", False)]

@@ -32,12 +32,24 @@ from privsim.analysis.audit_bounds import check_level, clopper_pearson
 from privsim.analysis.audit_events import Event, EventCounts, ScoreFn
 from privsim.analysis.audit_select import SelectionKind, check_views
 from privsim.analysis.audit_selectors import choose_event
-from privsim.errors import InputError, ParameterError
+from privsim.errors import ParameterError
 from privsim.executors import Executor, LocalExecutor, get_executor
-from privsim.network.schedule import CURATOR, PUBLIC_COALITION, parse_coalition, parse_party
-from privsim.privacy import Privacy, judge
-from privsim.protocols.base import Protocol, claim_for
-from privsim.simulate import batch_plan, check_run_args, prepare_inputs, resolve_seed, simulate
+from privsim.network.schedule import parse_coalition
+from privsim.plan import (
+    DEFAULT_AUDIT_TRIALS,
+    DEFAULT_SELECT_FRACTION,
+    MIN_ESTIMATE_TRIALS,
+    AuditPlan,
+    audit_claims,
+    min_audit_trials,
+    neighbouring_inputs,
+    plan_audit,
+    plan_audit_batches,
+    plan_split,
+)
+from privsim.privacy import judge
+from privsim.protocols.base import Protocol
+from privsim.simulate import execute, simulate
 
 __all__ = [
     "DEFAULT_AUDIT_TRIALS",
@@ -53,22 +65,9 @@ __all__ = [
     "plan_audit_batches",
     "plan_split",
     "result_from_counts",
+    "run_audit",
     "sample_views",
 ]
-
-#: Trials per audit batch (whole seeding blocks).
-AUDIT_BATCH_TRIALS = 1 << 15
-#: At most about this many trials per input choose the event (the rest estimate it)...
-MAX_SELECT_TRIALS = 1 << 17
-#: ... or this many when several selectors compete: they split the selection sample in
-#: four (fit, cut, and the held-out half that picks among them), and with 2^17 the rare
-#: events of many weak messages were cut on 2^15 rows per input. At 10^6 trials this is
-#: the default fifth.
-MAX_SELECT_TRIALS_COMPETING = 1 << 18
-#: Share of the trials (per input) that :func:`plan_split` gives to event selection.
-#: Measured on randomized response and the Laplace mechanism at 10^6 trials: 0.1 to
-#: 0.3 all meet the power targets; 0.2 leaves room for harder, higher-dimensional views.
-DEFAULT_SELECT_FRACTION = 0.2
 
 Pick = tuple[str, int]  # (which input: "x" or "xp", batch index)
 
@@ -155,25 +154,6 @@ class AuditResult:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
 
 
-def neighbouring_inputs(protocol: Protocol, x: np.ndarray, neighbor: int) -> np.ndarray:
-    """x' = x with the neighbour's input changed: flipped for bits (1 - x_j), else +1.
-
-    >>> from privsim.protocols import RandomizedResponse
-    >>> neighbouring_inputs(RandomizedResponse(), np.array([0, 1, 1]), 2).tolist()
-    [0, 1, 0]
-    """
-    xp = np.array(x, copy=True)
-    vals = protocol.input_values
-    if vals is not None and set(np.unique(vals).tolist()) == {0, 1}:
-        xp[neighbor] = 1 - xp[neighbor]
-    else:
-        xp[neighbor] = xp[neighbor] + 1
-        if vals is not None and not np.isin(xp[neighbor], vals).all():
-            raise InputError(f"neighbor: cannot change party {neighbor}'s input within the domain; "
-                             "give x' explicitly (x_prime=)")
-    return xp
-
-
 @dataclass(frozen=True)
 class AuditStatsResult:
     """What an audit certifies.
@@ -226,31 +206,6 @@ class AuditStatsResult:
     selection: str
     #: The event itself (for plots and re-use).
     event_object: Event | None = field(default=None, compare=False, repr=False)
-
-
-def plan_split(n_batches: int, select_fraction: float = DEFAULT_SELECT_FRACTION) -> tuple[int, int]:
-    """Split a number of batches (per input) into selection and estimation batches.
-
-    Parameters
-    ----------
-    n_batches:
-        batches per input, at least 2.
-    select_fraction:
-        share given to selection, in (0, 1).
-
-    Returns
-    -------
-    ``(n_batches_select, n_batches_estimate)``, each at least 1.
-
-    >>> plan_split(50)
-    (10, 40)
-    """
-    if n_batches < 2:
-        raise ParameterError(f"an audit needs at least 2 batches per input, got {n_batches}")
-    if not 0.0 < select_fraction < 1.0:
-        raise ParameterError(f"select_fraction must be in (0, 1), got {select_fraction}")
-    n_select = min(max(1, round(n_batches * select_fraction)), n_batches - 1)
-    return n_select, n_batches - n_select
 
 
 def result_from_counts(
@@ -313,20 +268,13 @@ def _count(job: _Batches, event: Event, pick: Pick) -> tuple[int, int, int, int]
 
 @dataclass(frozen=True)
 class _AuditJob(_Batches):
-    """What a worker needs to simulate one audit batch (pickled to processes / Dask)."""
+    """What a worker needs to simulate one audit batch (pickled to processes / Dask): the plan."""
 
-    protocol: Protocol
-    inputs: dict[str, np.ndarray]
-    seeds: dict[str, int]
-    t: int
-    members: tuple
-    plan: list[tuple[int, int]]
+    plan: AuditPlan
 
     def views(self, pick: Pick) -> tuple[np.ndarray, list[str]]:
-        which, index = pick
-        offset, size = self.plan[index]
-        return sample_views(self.protocol, self.inputs[which], coalition=self.members, trials=size,
-                            seed=self.seeds[which], t=self.t, block_offset=offset)
+        view = execute(self.plan.batch(*pick)).view(self.plan.members)
+        return view.to_array(), view.columns()
 
 
 @dataclass(frozen=True)
@@ -473,92 +421,6 @@ def audit_batches(
                 kind=kind, selectors=selectors)[0]
 
 
-def plan_audit_batches(trials: int, n: int, batch_trials: int | None = None) -> list[tuple[int, int]]:
-    """The batches (per input) of an audit: ``(block_offset, trials)`` pairs.
-
-    By default a batch holds up to :data:`AUDIT_BATCH_TRIALS` trials and there are at
-    least about ten batches, so that selection and estimation can be split.
-
-    >>> len(plan_audit_batches(100_000, 8)), len(plan_audit_batches(20_000, 8))
-    (11, 20)
-    """
-    from privsim.parties.rng import TRIAL_BLOCK
-
-    trials = int(trials)
-    if trials <= TRIAL_BLOCK:
-        raise ParameterError(f"trials must be >= {min_audit_trials(n, batch_trials)} for an audit (got {trials}): "
-                             f"the event is chosen on whole blocks of {TRIAL_BLOCK} trials, and at least "
-                             f"{MIN_ESTIMATE_TRIALS} per input must remain to estimate it")
-    if batch_trials is None:
-        batch_trials = max(TRIAL_BLOCK, min(AUDIT_BATCH_TRIALS, trials // 10 // TRIAL_BLOCK * TRIAL_BLOCK))
-    return batch_plan(trials, n, batch_trials)
-
-
-#: An audit must leave at least this many trials per input to estimate the chosen event
-#: (fewer make the Clopper-Pearson bounds too loose to certify anything).
-MIN_ESTIMATE_TRIALS = 1000
-#: Trials per input of ``privsim audit`` when neither the command line nor the scenario names them.
-DEFAULT_AUDIT_TRIALS = 100_000
-
-
-def split_batches(plan: list[tuple[int, int]], select_fraction: float,
-                  max_select: int = MAX_SELECT_TRIALS) -> tuple[int, int]:
-    """Selection and estimation batches per input: :func:`plan_split`, with the selection
-    capped near ``max_select`` trials."""
-    n_select, n_estimate = plan_split(len(plan), select_fraction)
-    # Beyond about 2^17 selection trials per input the chosen event hardly improves, while
-    # the selection sample is held in memory and worked on sequentially: the rest estimates.
-    cap = max(1, -(-max_select // plan[0][1]))
-    if n_select > cap:
-        n_select, n_estimate = cap, n_select + n_estimate - cap
-    return n_select, n_estimate
-
-
-def _estimation_trials(trials: int, n: int, batch_trials: int | None, select_fraction: float) -> int:
-    from privsim.parties.rng import TRIAL_BLOCK
-
-    if trials <= TRIAL_BLOCK:
-        return 0
-    try:
-        plan = plan_audit_batches(trials, n, batch_trials)
-        n_select, _ = split_batches(plan, select_fraction)
-    except ParameterError:
-        return 0
-    return sum(size for _, size in plan[n_select:])
-
-
-def min_audit_trials(n: int, batch_trials: int | None = None,
-                     select_fraction: float = DEFAULT_SELECT_FRACTION) -> int:
-    """The fewest trials per input that leave :data:`MIN_ESTIMATE_TRIALS` to estimate with.
-
-    >>> min_audit_trials(8)
-    2024
-    """
-    lo, hi = 1, 1 << 20
-    while _estimation_trials(hi, n, batch_trials, select_fraction) < MIN_ESTIMATE_TRIALS:
-        lo, hi = hi, hi * 2
-    while lo + 1 < hi:  # the estimation share grows with the trial count
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if _estimation_trials(mid, n, batch_trials, select_fraction) >= MIN_ESTIMATE_TRIALS \
-            else (mid, hi)
-    return hi
-
-
-def _check_estimation_trials(plan: list[tuple[int, int]], n_select: int, trials: int, n: int,
-                             batch_trials: int | None, select_fraction: float) -> None:
-    left = sum(size for _, size in plan[n_select:])
-    if left < MIN_ESTIMATE_TRIALS:
-        least = min_audit_trials(n, batch_trials, select_fraction)
-        raise ParameterError(f"trials must be >= {least} for this audit (got {trials}): the event is chosen on "
-                             f"{trials - left} of them, and at least {MIN_ESTIMATE_TRIALS} per input must remain "
-                             f"to estimate it (here {left})")
-
-
-def _derived_seed(seed: int, which: int) -> int:
-    words = np.random.SeedSequence(seed, spawn_key=(0xA0D17, which)).generate_state(2, np.uint64)
-    return int(words[0]) << 64 | int(words[1])
-
-
 def sample_views(protocol: Protocol, inputs: Any, *, coalition: Any, trials: int, seed: int, t: int | None = None,
                  block_offset: int = 0) -> tuple[np.ndarray, list[str]]:
     """One batch of a coalition's views as an array with its column names (e.g. for plots).
@@ -638,37 +500,26 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
         too few trials (fewer than :data:`MIN_ESTIMATE_TRIALS` would be left to estimate
         the event), a bad delta or confidence.
     """
-    check_run_args(trials, seed, t)
-    x = prepare_inputs(protocol, inputs, 1, n)[0]
-    n = x.shape[0]
-    t = protocol.default_t(n) if t is None else int(t)
-    protocol.check_setting(n, t)
-    members = parse_coalition(coalition, n, protocol.has_curator)
-    if not members:
-        raise ParameterError("coalition: give at least one party id (e.g. 0,1 or C)")
-    j = parse_party(str(neighbor), n, protocol.has_curator, field="neighbor")
-    if j == CURATOR:
-        raise ParameterError("neighbor: the curator has no input; pick a party 0..n-1")
-    if j in members:
-        raise ParameterError(f"neighbor: party {j} is inside the coalition; x and x' must differ outside it")
-    xp = neighbouring_inputs(protocol, x, j) if x_prime is None else prepare_inputs(protocol, x_prime, 1, n)[0]
-    diff = np.nonzero((x != xp).reshape(n, -1).any(axis=1))[0].tolist()
-    if diff != [j]:
-        raise InputError(f"x_prime: x and x' must differ in exactly party {j} (they differ in {diff})")
-    # The claims first: a malformed one fails before anything runs, and they set the delta.
-    claim, reference = _claims(protocol, members, n, t)
-    if delta is None:
-        delta = 0.0 if reference is None else reference.delta
-    if not 0.0 <= float(delta) < 1.0:
-        raise ParameterError(f"delta must be in [0, 1) (got {delta})")
-    delta = float(delta)
-    entropy = resolve_seed(seed)
-    job = _AuditJob(protocol, {"x": x, "xp": xp}, {"x": _derived_seed(entropy, 0), "xp": _derived_seed(entropy, 1)},
-                    t, members, plan_audit_batches(trials, n, batch_trials))
-    competing = selectors is None or tuple(selectors) != ("view",)
-    n_select, n_estimate = split_batches(job.plan, select_fraction,
-                                         MAX_SELECT_TRIALS_COMPETING if competing else MAX_SELECT_TRIALS)
-    _check_estimation_trials(job.plan, n_select, trials, n, batch_trials, select_fraction)
+    plan = plan_audit(protocol, inputs, coalition=coalition, neighbor=neighbor, trials=trials, seed=seed, t=t, n=n,
+                      delta=delta, x_prime=x_prime, batch_trials=batch_trials, select_fraction=select_fraction,
+                      selectors=selectors)
+    return run_audit(plan, confidence=confidence, progress=progress, executor=executor, scheduler=scheduler,
+                     workers=workers)
+
+
+def run_audit(plan: AuditPlan, *, confidence: float = 0.95, progress: Callable[[int], None] | None = None,
+              executor: str | Executor | None = None, scheduler: str | None = None,
+              workers: int | None = None) -> AuditResult:
+    """Run the audit ``plan`` describes (:func:`privsim.plan.plan_audit`); see :func:`audit`.
+
+    >>> from privsim.plan import plan_audit
+    >>> from privsim.protocols import RandomizedResponse
+    >>> plan = plan_audit(RandomizedResponse(epsilon=1.0), [0, 1], coalition="C", neighbor=1, trials=8000, seed=3)
+    >>> run_audit(plan).trials_select == plan.split.select_trials
+    True
+    """
+    run, members, j, delta, claim = plan.run, plan.members, plan.neighbor, plan.delta, plan.claim
+    check_level(delta, confidence)
     done = [0]
 
     def tick(k: int) -> None:
@@ -677,7 +528,7 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
             progress(done[0])
 
     def score_for(columns: list[str]) -> ScoreFn | None:
-        return protocol.make_audit_score(columns, members, j, n, t, x, xp)
+        return run.protocol.make_audit_score(columns, members, j, run.n, run.t, run.inputs, plan.x_prime)
 
     # Choosing and counting the event use matrix products of a few million terms: one
     # BLAS thread does them as fast, while idle BLAS threads spin against the simulation
@@ -685,15 +536,17 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     with threadpool_limits(1, user_api="blas"):
         ex = get_executor(executor or "local", scheduler=scheduler, workers=workers)
         try:
-            stats, columns = _run(job, n_select, n_estimate, ex, score_for, delta, confidence, tick=tick,
-                                  selectors=selectors, rows=sum(size for _, size in job.plan[:n_select]))
+            split = plan.split
+            stats, columns = _run(_AuditJob(plan), split.n_select, split.n_estimate, ex, score_for, delta, confidence,
+                                  tick=tick, selectors=plan.selectors, rows=split.select_trials)
         finally:
             if executor is None or isinstance(executor, str):
                 ex.close()
-    violated, reason = judge(reference, stats.epsilon_lower, delta, own=claim is not None)
+    violated, reason = judge(plan.reference, stats.epsilon_lower, delta, own=claim is not None)
+    protocol = run.protocol
     return AuditResult(
-        protocol=protocol.name, params=protocol.parameters, n=n, t=t, coalition=[str(m) for m in members],
-        neighbor=j, trials=int(trials), seed=entropy, delta=delta, confidence=confidence,
+        protocol=protocol.name, params=protocol.parameters, n=run.n, t=run.t, coalition=[str(m) for m in members],
+        neighbor=j, trials=run.trials, seed=run.entropy, delta=delta, confidence=confidence,
         epsilon_lower=stats.epsilon_lower, epsilon_point=stats.epsilon_point,
         epsilon_claimed=None if claim is None else claim.epsilon_at(delta),
         delta_claimed=None if claim is None else claim.delta, violated=violated, event=stats.event,
@@ -707,13 +560,6 @@ def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: i
     )
 
 
-def _claims(protocol: Protocol, members: tuple, n: int, t: int) -> tuple[Privacy | None, Privacy | None]:
-    """The claim for the coalition, and the one its verdict is judged against (that claim,
-    or else the claim towards ``public``)."""
-    claim = claim_for(protocol, members, n, t)
-    return claim, claim if claim is not None else claim_for(protocol, PUBLIC_COALITION, n, t)
-
-
 def default_delta(protocol: Protocol, coalition: Any, n: int, t: int) -> float:
     """The delta an audit runs at when given none: that of the claim it is judged against
     (0 when there is none: then nothing is compared).
@@ -723,5 +569,5 @@ def default_delta(protocol: Protocol, coalition: Any, n: int, t: int) -> float:
     0.0
     """
     members = parse_coalition(coalition, n, protocol.has_curator)
-    _, reference = _claims(protocol, members, n, t)
+    _, reference = audit_claims(protocol, members, n, t)
     return 0.0 if reference is None else reference.delta

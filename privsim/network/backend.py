@@ -15,15 +15,12 @@ Results are identical for the same seed: nothing depends on which task runs firs
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
-
-import trio
 
 from privsim.errors import ParameterError
 from privsim.network.network import SyncNetwork
 
-__all__ = ["BACKENDS", "AsyncioNetwork", "AsyncioParkingLot", "check_backend", "network_class", "run_engine"]
+__all__ = ["BACKENDS", "AsyncioNetwork", "AsyncioParkingLot", "check_backend", "network_class"]
 
 #: The event loops the in-process engine runs on.
 BACKENDS = ("trio", "asyncio")
@@ -123,27 +120,3 @@ def network_class(backend: str) -> type[SyncNetwork]:
     """
     return AsyncioNetwork if check_backend(backend) == "asyncio" else SyncNetwork
 
-
-def run_engine(backend: str, protocol: Any, contexts: list, net: SyncNetwork, run_party: Callable[..., Any],
-               trio_main: Callable[..., Any]) -> None:
-    """Run every party's routine (``run_party(routine, ctx, net)``) on ``backend``'s loop.
-
-    Failures leave as a ``BaseExceptionGroup`` on both loops (trio's strict groups,
-    asyncio's TaskGroup), for the caller to pick the first error from.
-
-    Examples
-    --------
-    :func:`privsim.simulate` calls it; ``simulate(..., backend="asyncio")`` runs this on asyncio.
-    """
-    if check_backend(backend) == "trio":
-        trio.run(trio_main, protocol, contexts, net, strict_exception_groups=True)
-        return
-
-    async def main() -> None:
-        async with asyncio.TaskGroup() as group:
-            group.create_task(net.watchdog())
-            for ctx in contexts:
-                routine = protocol.curator if ctx.is_curator else protocol.party
-                group.create_task(run_party(routine, ctx, net))
-
-    asyncio.run(main())

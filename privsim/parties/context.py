@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -11,10 +11,30 @@ from privsim.network.messages import Inbox, Outbox, freeze
 from privsim.network.schedule import CURATOR
 
 if TYPE_CHECKING:
-    from privsim.network.network import SyncNetwork
     from privsim.parties.rng import TrialRNG
 
-__all__ = ["Inbox", "PartyContext"]
+__all__ = ["Inbox", "PartyContext", "PartyNetwork"]
+
+
+class PartyNetwork(Protocol):
+    """What a party's context needs from the network it runs on: the in-process
+    :class:`~privsim.network.SyncNetwork` and a TCP party's
+    :class:`~privsim.transport.endpoint.TcpEndpoint` both provide it.
+
+    Examples
+    --------
+    ``PartyContext(pid, n, t, trials, x, net, rng_factory, outbox)`` with ``net`` either of them.
+    """
+
+    @property
+    def round(self) -> int:
+        """The current round, from 1."""
+
+    async def end_round(self, pid: int | str) -> Inbox:
+        """Deliver ``pid``'s round and return its inbox once the round is complete."""
+
+    def depart(self, pid: int | str) -> None:
+        """``pid``'s routine returned: it takes part in no further round."""
 
 
 class PartyContext:
@@ -48,7 +68,7 @@ class PartyContext:
                  "_has_output", "_output_round", "_done_round")
 
     def __init__(self, pid: int | str, n: int, t: int, trials: int, input: np.ndarray | None,
-                 net: SyncNetwork, rng_factory: Any, outbox: Outbox | None = None) -> None:
+                 net: PartyNetwork, rng_factory: Any, outbox: Outbox | None = None) -> None:
         self.id = pid
         self.n = n
         self.t = t

@@ -1,5 +1,7 @@
 """The same protocol, for real: every party its own OS process, talking TCP.
 
+- :mod:`~privsim.transport.base`: the :class:`Transport` interface the engine is handed;
+- :mod:`~privsim.transport.local`: every party a task of this process (the default);
 - :mod:`~privsim.transport.framing`: frames (header, value without pickle, HMAC tag);
 - :mod:`~privsim.transport.peers`: the peers file a party process starts from;
 - :mod:`~privsim.transport.link`: one authenticated connection (handshake, checked frames);
@@ -14,9 +16,11 @@ authentication does and does not protect.
 
 from __future__ import annotations
 
+from privsim.transport.base import Transport, TransportRun
 from privsim.transport.launcher import TcpRun, TcpTransport, resolve_transport
+from privsim.transport.local import LocalTransport
 from privsim.transport.party import PartyReport, run_party
 from privsim.transport.peers import DEFAULT_TIMEOUT, PeersConfig, load_peers
 
-__all__ = ["DEFAULT_TIMEOUT", "PartyReport", "PeersConfig", "TcpRun", "TcpTransport", "load_peers",
-           "resolve_transport", "run_party"]
+__all__ = ["DEFAULT_TIMEOUT", "LocalTransport", "PartyReport", "PeersConfig", "TcpRun", "TcpTransport", "Transport",
+           "TransportRun", "load_peers", "resolve_transport", "run_party"]

@@ -24,18 +24,23 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from privsim.errors import ParameterError, PartyFailure
-from privsim.network.messages import Inbox
+from privsim.network.messages import Inbox, recorded_round
 from privsim.network.schedule import id_key, party_ids, sort_ids
 from privsim.protocols.base import Protocol
+from privsim.transport.base import Transport, TransportRun
 from privsim.transport.framing import FrameError
 from privsim.transport.link import log
+from privsim.transport.local import LocalTransport
 from privsim.transport.party import CONNECT_TIMEOUT, PartyReport
 from privsim.transport.peers import DEFAULT_TIMEOUT, PeersConfig
+
+if TYPE_CHECKING:
+    from privsim.plan import RunPlan
 
 __all__ = ["TcpRun", "TcpTransport", "resolve_transport"]
 
@@ -70,8 +75,8 @@ class TcpRun:
     reports: dict[int | str, PartyReport] = field(repr=False, default_factory=dict)
 
 
-def resolve_transport(transport: Any) -> TcpTransport:
-    """``"tcp"`` or a :class:`TcpTransport` -> a :class:`TcpTransport`.
+def resolve_transport(transport: Any) -> Transport:
+    """``"local"``, ``"tcp"`` or a :class:`~privsim.transport.Transport` -> a transport object.
 
     >>> resolve_transport("tcp").timeout
     5.0
@@ -79,15 +84,15 @@ def resolve_transport(transport: Any) -> TcpTransport:
     Traceback (most recent call last):
     privsim.errors.ParameterError: transport must be 'local' or 'tcp' (got 'udp')
     """
-    if isinstance(transport, TcpTransport):
+    if isinstance(transport, Transport):
         return transport
-    if transport == "tcp":
-        return TcpTransport()
+    if isinstance(transport, str) and transport in _NAMED:
+        return _NAMED[transport]()
     raise ParameterError(f"transport must be 'local' or 'tcp' (got {transport!r})")
 
 
 @dataclass(frozen=True)
-class TcpTransport:
+class TcpTransport(Transport):
     """Every party (and the curator) its own process, talking TCP on ``host``.
 
     Parameters
@@ -116,6 +121,7 @@ class TcpTransport:
     (3, True)
     """
 
+    name: ClassVar[str] = "tcp"
     host: str = "127.0.0.1"
     timeout: float = DEFAULT_TIMEOUT
     start: str = "fork" if hasattr(os, "fork") else "spawn"
@@ -147,6 +153,17 @@ class TcpTransport:
                 s.close()
         _raise_root_cause(reports, codes)
         return _assemble(reports, record, wall)
+
+    def execute(self, plan: RunPlan) -> TransportRun:
+        """Run the batch ``plan`` describes (the engine's entry point); records what ``plan.recorded`` asks."""
+        recorded = plan.recorded
+        run = self.run(plan.protocol, plan.inputs, t=plan.t, trials=plan.trials, seed=plan.entropy,
+                       block_offset=plan.block_offset, record=recorded is not None)
+        transcript, draws = run.transcript, run.draws
+        if transcript is not None and recorded != "all":  # what the coalition's view needs, as in process
+            transcript = [recorded_round(inboxes, recorded, r) for r, inboxes in enumerate(transcript, 1)]
+            draws = {pid: d for pid, d in draws.items() if pid in recorded}
+        return TransportRun(run.outputs, transcript, draws, run.messages, run.bits, run.rounds, run.wire_bytes)
 
     def _launch(self, cfg: PeersConfig, ids: list[int | str], socks: dict[int | str, socket.socket],
                 tmp: Path) -> tuple[dict[int | str, PartyReport | None], dict[int | str, int]]:
@@ -340,3 +357,6 @@ def _assemble(reports: dict[int | str, PartyReport | None], record: bool, wall: 
         wire_bytes=sum(r.wire_bytes for r in done.values()), wall_s=wall,
         protocol_s=max((r.done for r in done.values()), default=0.0) - ready, reports=done)
 
+
+
+_NAMED: dict[str, type[Transport]] = {"local": LocalTransport, "tcp": TcpTransport}

@@ -33,6 +33,9 @@ from privsim.network.messages import Inbox
 from privsim.network.schedule import CURATOR, Schedule, id_key, parse_party
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import StreamSeeder, block_range
+from privsim.parties.runner import first_error
+from privsim.parties.runner import run_party as run_party_routine
+from privsim.protocols.inputs import prepare_inputs
 from privsim.transport.endpoint import TcpEndpoint
 from privsim.transport.framing import MAGIC, FrameError, decode_id, decode_value, encode_id, encode_value
 from privsim.transport.link import Link, accept_peer, connect_peer, log
@@ -234,14 +237,12 @@ async def run_party(cfg: PeersConfig, me: int | str, sock: socket.socket | None 
     --------
     :func:`privsim.simulate` with ``transport="tcp"`` runs one of these per process.
     """
-    from privsim.simulate import _first_error
-
     state: dict[str, Any] = {"ctx": None, "endpoint": None, "links": {}, "ready": 0.0, "done": 0.0}
     error = None
     try:
         await _run(cfg, me, sock, state)
     except BaseExceptionGroup as group:
-        error = _first_error(group)
+        error = first_error(group)
     except Exception as exc:
         error = exc
     finally:
@@ -262,8 +263,6 @@ async def run_party(cfg: PeersConfig, me: int | str, sock: socket.socket | None 
 
 
 async def _run(cfg: PeersConfig, me: int | str, sock: socket.socket | None, state: dict[str, Any]) -> None:
-    from privsim.simulate import _run_party, prepare_inputs
-
     protocol = cfg.build()
     protocol.check_setting(cfg.n, cfg.t)
     schedule = protocol.cached_schedule(cfg.n, cfg.t)
@@ -279,7 +278,7 @@ async def _run(cfg: PeersConfig, me: int | str, sock: socket.socket | None, stat
     async with trio.open_nursery() as nursery:
         for link in links.values():
             nursery.start_soon(endpoint.reader, link)
-        await _run_party(routine, ctx, endpoint)
+        await run_party_routine(routine, ctx, endpoint)
         await endpoint.finish()
         state["done"] = time.monotonic()
         nursery.cancel_scope.deadline = trio.current_time() + LINGER

@@ -1,0 +1,104 @@
+"""Run party routines: one party's routine with its failure named, and every party of a run.
+
+Both runtimes use this module: the in-process engine (:mod:`privsim.transport.local`, on
+trio or asyncio) and a party process over TCP (:mod:`privsim.transport.party`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from privsim.errors import PartyFailure, PrivsimError
+from privsim.network.backend import check_backend
+from privsim.network.schedule import CURATOR, id_key
+from privsim.parties.context import PartyContext, PartyNetwork
+
+if TYPE_CHECKING:
+    from privsim.network.network import SyncNetwork
+
+__all__ = ["first_error", "run_parties", "run_party"]
+
+
+async def run_party(routine: Any, ctx: PartyContext, net: PartyNetwork) -> None:
+    """Await ``routine(ctx)``; a failure that is not privsim's becomes a :class:`PartyFailure`
+    naming the party and the round. When the routine returns, the party departs ``net``.
+
+    Examples
+    --------
+    :func:`run_parties` starts one of these per party.
+    """
+    try:
+        await routine(ctx)
+    except (PrivsimError, trio.Cancelled):
+        raise
+    except Exception as exc:
+        who = "the curator" if ctx.id == CURATOR else f"party {ctx.id}"
+        hint = ""
+        if isinstance(exc, ValueError) and "read-only" in str(exc):
+            hint = ("; received messages and inputs are read-only (a view is what was sent): "
+                    "copy before changing, e.g. np.array(value)")
+        raise PartyFailure(f"{who} failed in round {ctx.round}: {type(exc).__name__}: {exc}{hint}", ctx.id,
+                           ctx.round) from exc
+    ctx._done_round = ctx.round
+    net.depart(ctx.id)
+
+
+def first_error(group: BaseExceptionGroup) -> BaseException:
+    """The error a failed run reports: the :class:`PartyFailure` at the earliest round (the
+    lowest party id among equals), else the first privsim error, else the first error.
+
+    >>> first_error(BaseExceptionGroup("run", [ValueError("x"), PartyFailure("late", 1, 3),
+    ...                                        PartyFailure("early", 2, 1)]))
+    PartyFailure('early')
+    """
+    leaves: list[BaseException] = []
+
+    def walk(e: BaseException) -> None:
+        if isinstance(e, BaseExceptionGroup):
+            for sub in e.exceptions:
+                walk(sub)
+        else:
+            leaves.append(e)
+
+    walk(group)
+    failures = [e for e in leaves if isinstance(e, PartyFailure) and e.round is not None]
+    if failures:
+        return min(failures, key=lambda e: (e.round, id_key(e.party)))  # type: ignore[arg-type]
+    for kind in (PrivsimError, Exception):
+        for e in leaves:
+            if isinstance(e, kind):
+                return e
+    return leaves[0]
+
+
+def run_parties(backend: str, protocol: Any, contexts: list[PartyContext], net: SyncNetwork) -> None:
+    """Run every party's routine, and the network's watchdog, in one nursery on ``backend``'s loop.
+
+    Failures leave as a ``BaseExceptionGroup`` on both loops (trio's strict groups,
+    asyncio's TaskGroup), for the caller to pick :func:`first_error` from.
+
+    Examples
+    --------
+    ``simulate(..., backend="asyncio")`` runs its parties through this on asyncio.
+    """
+    check_backend(backend)
+
+    async def main_trio() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(net.watchdog)
+            for ctx in contexts:
+                nursery.start_soon(run_party, protocol.curator if ctx.is_curator else protocol.party, ctx, net)
+
+    async def main_asyncio() -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(net.watchdog())
+            for ctx in contexts:
+                group.create_task(run_party(protocol.curator if ctx.is_curator else protocol.party, ctx, net))
+
+    if backend == "trio":
+        trio.run(main_trio, strict_exception_groups=True)
+    else:
+        asyncio.run(main_asyncio())
