@@ -47,7 +47,7 @@ def test_transcript_and_views_are_identical():
     a = privsim.simulate(Gossip(), np.arange(6), **kw)
     b = privsim.simulate(Gossip(), np.arange(6), backend="asyncio", **kw)
     assert np.array_equal(a.view("C,1").to_array()[0], b.view("C,1").to_array()[0])
-    assert [sorted(r) for r in a._transcript] == [sorted(r) for r in b._transcript]
+    assert [sorted(r) for r in a.transcript] == [sorted(r) for r in b.transcript]
     assert all(np.array_equal(a.outputs[p], b.outputs[p]) for p in a.outputs)
 
 

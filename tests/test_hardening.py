@@ -205,7 +205,6 @@ def test_interrupt_stops_cleanly(tmp_path, command, executor, sig):
         assert workers, "the pool's workers were not running"
     time.sleep(0.5)
     assert not [p for p in workers if _alive(p)], "worker processes left behind"
-    assert not list(tmp_path.glob("privsim-channel-*")), "temporary files left behind"
 
 
 def _child_cpu(args: list[str]) -> tuple[subprocess.CompletedProcess, float]:

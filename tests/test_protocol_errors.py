@@ -10,7 +10,7 @@ import pytest
 
 import privsim
 from privsim import CURATOR, PartyFailure, Privacy, Protocol, Schedule
-from privsim.analysis.accuracy import accuracy_summary
+from privsim.accuracy import accuracy_summary
 from privsim.cli import main
 from privsim.errors import ParameterError, ProtocolError
 from privsim.protocols import AuditScoreContext, RandomizedResponse

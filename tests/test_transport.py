@@ -51,15 +51,15 @@ def assert_same_run(local, tcp):
     assert set(tcp.outputs) == set(local.outputs)
     for pid, out in local.outputs.items():
         assert same_bits(out, tcp.outputs[pid]), pid
-    assert len(tcp._transcript) == len(local._transcript)
-    for r, (mine, theirs) in enumerate(zip(local._transcript, tcp._transcript), start=1):
+    assert len(tcp.transcript) == len(local.transcript)
+    for r, (mine, theirs) in enumerate(zip(local.transcript, tcp.transcript), start=1):
         assert set(mine) == set(theirs), r
         for d, box in mine.items():
             assert list(box) == list(theirs[d]), (r, d)  # ordered by sender
             assert all(same_bits(v, theirs[d][s]) for s, v in box.items()), (r, d)
-    assert local._draws.keys() == tcp._draws.keys()
-    for pid, draws in local._draws.items():
-        assert len(draws) == len(tcp._draws[pid]) and all(map(same_bits, draws, tcp._draws[pid]))
+    assert local.draws.keys() == tcp.draws.keys()
+    for pid, draws in local.draws.items():
+        assert len(draws) == len(tcp.draws[pid]) and all(map(same_bits, draws, tcp.draws[pid]))
     assert same_bits(local.estimate, tcp.estimate)
 
 
@@ -103,7 +103,7 @@ def test_a_coalition_records_only_its_view():
     local = privsim.simulate(proto, [1, 0, 1], trials=2, seed=3, coalition="1")
     tcp = privsim.simulate(proto, [1, 0, 1], trials=2, seed=3, coalition="1", transport="tcp")
     assert_same_run(local, tcp)
-    assert tcp._draws.keys() == {1}
+    assert tcp.draws.keys() == {1}
 
 
 @pytest.mark.parametrize("fault, timeout, text", [

@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from privsim.errors import ParameterError
+from privsim.errors import ParameterError, ProtocolError
 from privsim.protocols.base import REQUIRED, AuditScoreContext, Param, Privacy, Protocol
 from privsim.protocols.randomized_response import RandomizedResponse, RandomizedResponseDistributed
 
@@ -58,20 +58,16 @@ class _Registry(Mapping):
         self._classes: dict[str, type[Protocol]] = {}
 
     def _load(self, name: str) -> type[Protocol] | None:
+        # A built-in that fails to import is privsim's own bug: the error propagates.
         if name in self._classes:
             return self._classes[name]
         target = _BUILTIN.get(name)
         if target is None:
             return None
         module, _, attr = target.partition(":")
-        try:
-            cls = getattr(importlib.import_module(module), attr)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            return None  # not implemented in this version
-        except AttributeError:
-            return None
+        cls = getattr(importlib.import_module(module), attr, None)
+        if not (isinstance(cls, type) and issubclass(cls, Protocol)):  # a mistake in _BUILTIN: say so
+            raise ProtocolError(f"built-in protocol {name!r}: {target} is not a Protocol class (got {cls!r})")
         self._classes[name] = cls
         return cls
 

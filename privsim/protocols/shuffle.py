@@ -68,7 +68,7 @@ from privsim.mechanisms.shuffle_accounting import (
 )
 from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import PartyContext
-from privsim.protocols.base import Param, Privacy, Protocol
+from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
 
 __all__ = ["EXACT_LIMIT", "SHUFFLER", "ShuffleRR"]
 
@@ -181,13 +181,12 @@ class ShuffleRR(Protocol):
     def public_privacy(self, n: int, t: int) -> Privacy | None:
         return self.curator_claim(n)  # the release is the count K itself
 
-    def audit_score(self, columns: Sequence[str], coalition: Sequence[int | str], neighbor: int, n: int,
-                    t: int, x: np.ndarray | None = None,
-                    x_prime: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray] | None:
+    def audit_score(self, ctx: AuditScoreContext, *legacy: Any) -> Callable[[np.ndarray], np.ndarray] | None:
         # The count (or, with the shuffler, the neighbour's own report) is all the view says about x_j.
-        names = [f"msg r1 {neighbor}->{SHUFFLER}", f"msg r2 {SHUFFLER}->{CURATOR}", f"output {CURATOR}"]
-        idx = next((list(columns).index(c) for c in names if c in columns), None)
-        if idx is None or x is None or x_prime is None:
+        j, columns = ctx.neighbor, list(ctx.columns)
+        names = [f"msg r1 {j}->{SHUFFLER}", f"msg r2 {SHUFFLER}->{CURATOR}", f"output {CURATOR}"]
+        idx = next((columns.index(c) for c in names if c in columns), None)
+        if idx is None or ctx.x is None or ctx.x_prime is None:
             return None
-        sign = 1.0 if float(np.asarray(x)[neighbor]) > float(np.asarray(x_prime)[neighbor]) else -1.0
+        sign = 1.0 if float(np.asarray(ctx.x)[j]) > float(np.asarray(ctx.x_prime)[j]) else -1.0
         return lambda views: sign * views[:, idx]
