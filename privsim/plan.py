@@ -6,8 +6,8 @@ and returns a frozen :class:`RunPlan`; :func:`plan_audit` adds an audit's neighb
 inputs, its two seeds and its selection/estimation split (:class:`AuditPlan`). The
 engine (:mod:`privsim.simulate`), the audit, the resource estimate and the command
 line's progress bar all read these objects: no second derivation of batches,
-coalitions, seeds or the split exists anywhere else (docs/architecture.md, "Trials and
-seeds").
+coalitions, seeds or the split exists anywhere else (docs/architecture.md,
+"One run, one plan").
 """
 
 from __future__ import annotations
@@ -411,7 +411,12 @@ def audit_split(trials: int, n: int, batch_trials: int | None = None,
 def audit_claims(protocol: Protocol, members: Sequence[int | str], n: int, t: int
                  ) -> tuple[Privacy | None, Privacy | None]:
     """The claim for the coalition, and the one its verdict is judged against (that claim,
-    or else the claim towards ``public``)."""
+    or else the claim towards ``public``).
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> audit_claims(RandomizedResponse(epsilon=1.0), ("C",), 4, 3)
+    (Privacy(epsilon=1.0, delta=0.0), Privacy(epsilon=1.0, delta=0.0))
+    """
     claim = claim_for(protocol, members, n, t)
     return claim, claim if claim is not None else claim_for(protocol, PUBLIC_COALITION, n, t)
 
