@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, ProcessPoolExecutor
@@ -147,27 +148,25 @@ class LocalExecutor(Executor):
             yield fn(item)
 
 
-#: Live process pools, so that an interrupted command can end their workers at once.
-_LIVE_POOLS: weakref.WeakSet[ProcessExecutor] = weakref.WeakSet()
+#: Live executors with worker processes, so that an interrupted command can end their workers at once.
+_LIVE: weakref.WeakSet[Executor] = weakref.WeakSet()
 
 
 def end_workers() -> None:
-    """Kill the worker processes of every live :class:`ProcessExecutor` (and of a LocalCluster)
-    now (on SIGINT/SIGTERM: ``close()`` would wait for the batches they are running). Their
-    pools are then broken and ``close()`` returns at once.
+    """Kill the worker processes that live :class:`ProcessExecutor` pools and the LocalClusters
+    of :class:`DaskExecutor` started, now (on SIGINT/SIGTERM: ``close()`` would wait for the
+    batches they are running). Their pools are then broken and ``close()`` returns at once.
+    No other process is touched: a caller's own child processes keep running.
 
     Example: the ``privsim`` command's SIGINT/SIGTERM handler calls ``end_workers()``
     before it unwinds (see :func:`privsim.cli_support.interruptible`).
     """
-    procs = [p for ex in list(_LIVE_POOLS)  # pid -> Process (concurrent.futures internals)
-             for p in (getattr(ex._pool, "_processes", None) or {}).values()]
-    # A LocalCluster's worker processes (Dask's nannies start them with multiprocessing) too.
-    procs += multiprocessing.active_children()
-    for proc in procs:
-        try:
-            proc.kill()
-        except (OSError, ValueError, AttributeError):  # already gone
-            pass
+    for ex in list(_LIVE):
+        for pid in ex._worker_pids():  # type: ignore[attr-defined]
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (OSError, TypeError):  # already gone
+                pass
 
 
 class ProcessExecutor(Executor):
@@ -197,8 +196,11 @@ class ProcessExecutor(Executor):
             # Fresh interpreters (not forks of a parent that may hold threads and a large heap).
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=_init_worker)
-            _LIVE_POOLS.add(self)
+            _LIVE.add(self)
         return self._pool
+
+    def _worker_pids(self) -> list[int]:
+        return list(getattr(self._pool, "_processes", None) or {})  # pid -> Process (concurrent.futures)
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
         blobs = [cloudpickle.dumps((fn, item)) for item in items]
@@ -276,9 +278,15 @@ class DaskExecutor(Executor):
                 # Results come straight from the workers, not relayed by the scheduler
                 # (which, in this process too, would receive and send every byte again).
                 self._client = Client(self._cluster, direct_to_workers=True)
+                _LIVE.add(self)
         except OSError as exc:
             raise ExecutorError(f"dask: cannot reach the scheduler {scheduler!r}: {exc}") from None
         self.workers = len(self._client.scheduler_info().get("workers", {})) or 1
+
+    def _worker_pids(self) -> list[int]:
+        # The worker processes our LocalCluster's nannies started (none for a remote scheduler's).
+        nannies = list(getattr(self._cluster, "workers", {}).values()) if self._cluster is not None else []
+        return [pid for pid in (getattr(nanny, "pid", None) for nanny in nannies) if pid]
 
     #: Seconds a result may take before the executor asks whether the cluster still works
     #: on it (see :meth:`_wait`).

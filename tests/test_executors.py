@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
+import time
 
 import cloudpickle
 import numpy as np
@@ -255,3 +257,33 @@ def test_audit_survives_a_worker_death(kind, die_at, dask_executor, reference, t
     assert os.path.exists(f"{proto.marker}-{die_at + 1}")  # the worker died, and runs went on
     assert {k: v for k, v in got.items() if k != "protocol"} == {k: v for k, v in reference.items()
                                                                  if k != "protocol"}
+
+
+def test_end_workers_ends_the_pools_workers_and_leaves_the_callers_child_alone():
+    from privsim.executors import end_workers
+
+    own = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(60,))
+    own.start()
+    try:
+        ex = ProcessExecutor(workers=1)
+        assert list(ex.map(abs, [-1])) == [1]
+        pids = ex._worker_pids()
+        assert pids
+        end_workers()
+        ex.close()  # the broken pool returns at once and reaps its workers
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_running(p) for p in pids):
+            time.sleep(0.05)
+        assert not any(_running(p) for p in pids), "the pool's worker outlived end_workers()"
+        assert own.is_alive(), "end_workers() killed a process the caller started"
+    finally:
+        own.kill()
+        own.join()
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
