@@ -15,8 +15,9 @@ import tracemalloc
 
 import numpy as np
 
-from privsim.analysis.audit import AUDIT_BATCH_TRIALS, audit
+from privsim.analysis.audit import audit
 from privsim.executors import DaskExecutor, ProcessExecutor
+from privsim.plan import AUDIT_BATCH_TRIALS
 from privsim.protocols import RandomizedResponse, get_protocol
 from privsim.simulate import run_trials
 

@@ -14,6 +14,7 @@ hung), at the earliest round.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import select
 import signal
@@ -48,8 +49,8 @@ _KILLED = -(1 << 16)  # the exit "code" of a process the launcher killed because
 
 
 @dataclass(frozen=True)
-class TcpRun:
-    """What a run over TCP produced, in the terms of :class:`~privsim.simulate.SimulationResult`.
+class TcpRun(TransportRun):
+    """What a run over TCP produced: a :class:`~privsim.transport.TransportRun` and its timings.
 
     ``transcript`` has one entry per round (receiver -> inbox), as the in-process network
     records it; ``wire_bytes`` counts every byte the parties wrote to their sockets
@@ -63,15 +64,8 @@ class TcpRun:
     :class:`~privsim.simulate.SimulationResult`.
     """
 
-    outputs: dict[int | str, Any]
-    transcript: list[dict[int | str, Inbox]] | None
-    draws: dict[int | str, list[np.ndarray]]
-    messages: int
-    bits: int
-    rounds: int
-    wire_bytes: int
-    wall_s: float
-    protocol_s: float
+    wall_s: float = 0.0
+    protocol_s: float = 0.0
     reports: dict[int | str, PartyReport] = field(repr=False, default_factory=dict)
 
 
@@ -159,11 +153,12 @@ class TcpTransport(Transport):
         recorded = plan.recorded
         run = self.run(plan.protocol, plan.inputs, t=plan.t, trials=plan.trials, seed=plan.entropy,
                        block_offset=plan.block_offset, record=recorded is not None)
-        transcript, draws = run.transcript, run.draws
-        if transcript is not None and recorded != "all":  # what the coalition's view needs, as in process
-            transcript = [recorded_round(inboxes, recorded, r) for r, inboxes in enumerate(transcript, 1)]
-            draws = {pid: d for pid, d in draws.items() if pid in recorded}
-        return TransportRun(run.outputs, transcript, draws, run.messages, run.bits, run.rounds, run.wire_bytes)
+        if run.transcript is None or recorded == "all":
+            return run
+        # what the coalition's view needs, as in process
+        return dataclasses.replace(
+            run, transcript=[recorded_round(inboxes, recorded, r) for r, inboxes in enumerate(run.transcript, 1)],
+            draws={pid: d for pid, d in run.draws.items() if pid in recorded})
 
     def _launch(self, cfg: PeersConfig, ids: list[int | str], socks: dict[int | str, socket.socket],
                 tmp: Path) -> tuple[dict[int | str, PartyReport | None], dict[int | str, int]]:
