@@ -206,8 +206,8 @@ def test_scenario_protocol_path_is_relative_to_the_scenario(tmp_path, monkeypatc
         capsys, "run", "mine.toml")
 
 
-def test_readme_section_shows_the_example_file_in_under_40_lines():
-    text = (ROOT / "README.md").read_text()
+def test_docs_section_shows_the_example_file_in_under_40_lines():
+    text = (ROOT / "docs" / "protocols" / "writing.md").read_text()
     section = text.split("## Your own protocol, end to end")[1].split("\n## ")[0]
     block = section.split("```python\n")[1].split("```")[0]
     assert block == RELAY.read_text() and len(block.splitlines()) < 40

@@ -34,11 +34,11 @@ def test_catalogue_is_complete():
 
 
 def tutorial_runs() -> set[tuple[str, str]]:
-    """The (command, scenario) pairs the README's tutorial runs: test_readme.py runs each at
+    """The (command, scenario) pairs the docs pages run: test_docs_pages.py runs each at
     this file's sizes and checks its output with :func:`check_output`."""
-    from test_readme import readme_commands
+    from test_docs_pages import docs_commands
 
-    return {(argv[1], argv[2]) for argv in readme_commands() if argv[2].endswith(".toml")}
+    return {(argv[1], argv[2]) for argv in docs_commands() if argv[2].endswith(".toml")}
 
 
 def check_output(command: str, path: Path, d: dict, trials: int) -> None:
