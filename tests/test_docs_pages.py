@@ -82,7 +82,7 @@ def test_docs_commands_run_and_write_every_figure(tmp_path, capsys):
     from privsim.cli import main
 
     promised = promised_figures()
-    assert len(promised) >= 7
+    assert len(promised) >= 6
     written = set()
     commands = docs_commands()
     assert len(commands) >= 8

@@ -8,7 +8,6 @@ from __future__ import annotations
 import html
 import importlib
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,16 +16,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
+import _site_build  # noqa: E402
 from mkdocs_hooks import _homes, public_modules  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, env={**__import__("os").environ,
-                                                                          "NO_MKDOCS_2_WARNING": "1"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def site() -> Path:
+    """The site, built by ``mkdocs build --strict`` (started when the suite was collected)."""
+    code, output, out = _site_build.wait()
+    assert code == 0, output[-3000:]
     return out
 
 

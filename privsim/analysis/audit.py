@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -41,6 +41,7 @@ from privsim.plan import (
     MIN_ESTIMATE_TRIALS,
     AuditPlan,
     audit_claims,
+    derived_seed,
     min_audit_trials,
     neighbouring_inputs,
     plan_audit,
@@ -59,6 +60,7 @@ __all__ = [
     "AuditStatsResult",
     "audit",
     "audit_batches",
+    "fresh_views",
     "default_delta",
     "min_audit_trials",
     "neighbouring_inputs",
@@ -144,13 +146,28 @@ class AuditResult:
 
     #: The event object (for plots); not part of the JSON.
     event_object: Any = field(default=None, compare=False, repr=False)
+    #: ``sampler(trials)`` draws fresh views ``(under x, under x')`` of the coalition, from
+    #: seeds derived from the audit's (for figures: :mod:`privsim.display`); not in the JSON.
+    sampler: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = field(default=None, compare=False,
+                                                                            repr=False)
+
+    def __repr__(self) -> str:
+        from privsim.display import audit_repr
+
+        return audit_repr(self)
+
+    def _repr_html_(self) -> str:
+        from privsim.display import audit_html
+
+        return audit_html(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of ``privsim audit --json`` (README, "CLI reference"), plus details.
+        """The JSON contract of ``privsim audit --json`` (docs/reference/cli.md), plus details.
 
         Non-finite numbers (an event never seen under x') become ``None``: JSON has no infinity.
         """
-        out = {k: v for k, v in asdict(self).items() if k != "event_object"}
+        plain = replace(self, event_object=None, sampler=None)
+        out = {k: v for k, v in asdict(plain).items() if k not in ("event_object", "sampler")}
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
 
 
@@ -435,6 +452,21 @@ def sample_views(protocol: Protocol, inputs: Any, *, coalition: Any, trials: int
     return view.to_array(), view.columns()
 
 
+def fresh_views(protocol: Protocol, inputs: Any, x_prime: Any, coalition: Any, t: int, seed: int,
+                trials: int) -> tuple[np.ndarray, np.ndarray]:
+    """``trials`` fresh views of ``coalition`` under ``inputs`` and under ``x_prime``, from seeds
+    derived from ``seed`` (as ``privsim audit --plot`` draws them): for figures, never for bounds.
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> vx, vxp = fresh_views(RandomizedResponse(), [0, 1], [0, 0], "C", 0, 1, 8)
+    >>> vx.shape, vxp.shape
+    ((8, 3), (8, 3))
+    """
+    vx, _ = sample_views(protocol, inputs, coalition=coalition, trials=trials, seed=derived_seed(seed, 2), t=t)
+    vxp, _ = sample_views(protocol, x_prime, coalition=coalition, trials=trials, seed=derived_seed(seed, 3), t=t)
+    return vx, vxp
+
+
 def audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: int, trials: int,
           seed: int | None = None, t: int | None = None, n: int | None = None, delta: float | None = None,
           confidence: float = 0.95, x_prime: Any = None, batch_trials: int | None = None,
@@ -557,6 +589,7 @@ def run_audit(plan: AuditPlan, *, confidence: float = 0.95, progress: Callable[[
         paper_violated=None if claim is None or claim.paper is None else judge(claim.paper, stats.epsilon_lower,
                                                                                 delta)[0],
         reason=reason, event_object=stats.event_object,
+        sampler=partial(fresh_views, protocol, run.inputs, plan.x_prime, members, run.t, run.entropy),
     )
 
 
