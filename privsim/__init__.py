@@ -7,6 +7,7 @@ and measure how much that view leaks.
 
 from __future__ import annotations
 
+from privsim import display  # noqa: F401 - gives the results their reprs (privsim.display)
 from privsim.errors import (
     DeadlockError,
     InputError,

@@ -1,8 +1,9 @@
-"""The CLI reference in the README, generated from the CLI itself so that it cannot drift.
+"""The CLI reference, generated from the CLI itself so that it cannot drift.
 
-``python -m privsim.cli_reference --write README.md`` rewrites the block between the
-``<!-- cli-reference:start -->`` and ``<!-- cli-reference:end -->`` markers; the tests
-check that the README holds exactly what :func:`cli_reference` produces.
+The docs site's CLI page (docs/reference/cli.md) is rendered from :func:`cli_reference`
+when the site is built (tools/mkdocs_hooks.py). ``python -m privsim.cli_reference --write
+FILE.md`` rewrites the block between the ``<!-- cli-reference:start -->`` and
+``<!-- cli-reference:end -->`` markers of any other Markdown file.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """Results that display themselves: a plain ``repr`` that fits 100 columns, and, in a
 notebook, a compact HTML table with an inline figure where a picture helps.
 
-:class:`~privsim.SimulationResult`, :class:`~privsim.View`,
-:class:`~privsim.analysis.audit.AuditResult` and :class:`~privsim.Privacy` (a claim)
-call the functions here from their ``__repr__`` and ``_repr_html_``:
+:class:`~privsim.SimulationResult`, :class:`~privsim.View` and :class:`~privsim.Privacy`
+(a claim) live in lower layers than this module (docs/architecture.md, "Layers"), so this
+module gives them their ``__repr__`` and ``_repr_html_`` when it is imported (``import
+privsim`` imports it); :class:`~privsim.analysis.audit.AuditResult`, in this module's own
+layer, calls it from its methods. What each shows:
 
 - a simulation result: what ran, what it cost, how well it estimated, and the histogram
   of its estimates against the truth;
@@ -13,8 +15,9 @@ call the functions here from their ``__repr__`` and ``_repr_html_``:
   chosen event shaded, beside the claim's epsilon(delta) curve and the bound;
 - a claim: its measure and values, and its epsilon(delta) curve.
 
-Figures are PNGs inlined as base64 (matplotlib, no display needed), so a saved notebook
-shows them anywhere.
+Figures are PNGs inlined as base64, drawn on matplotlib ``Figure`` objects (never pyplot's
+global state, so a notebook does not show them twice), so a saved notebook shows them
+anywhere.
 """
 
 from __future__ import annotations
@@ -27,9 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from privsim.privacy import Privacy
+from privsim.simulate import SimulationResult
+from privsim.views import View
+
 __all__ = [
-    "WIDTH", "audit_figure", "audit_html", "audit_repr", "claim_figure", "claim_html", "estimate_figure",
-    "figure_html", "fit", "simulation_html", "simulation_repr", "table_html", "view_html", "view_repr",
+    "WIDTH", "audit_figure", "audit_html", "audit_repr", "audit_rows", "claim_figure", "claim_html",
+    "estimate_figure", "figure_html", "fit", "new_figure", "number_text", "simulation_html", "simulation_repr",
+    "table_html", "verdict", "view_html", "view_repr",
 ]
 
 #: The widest line a plain ``repr`` prints.
@@ -41,8 +49,12 @@ AUDIT_FIGURE_TRIALS = 4096
 _BLUE, _ORANGE, _RED = "#4c72b0", "#dd8452", "#c44e52"
 
 
-def _num(value: Any) -> str:
-    """A number to four significant digits; anything else as ``str``."""
+def number_text(value: Any) -> str:
+    """A number to four significant digits; anything else as ``str``.
+
+    >>> number_text(0.693147), number_text(1234567), number_text(None)
+    ('0.6931', '1 234 567', 'None')
+    """
     if isinstance(value, (bool, np.bool_)) or value is None:
         return str(value)
     if isinstance(value, (int, np.integer)):
@@ -68,24 +80,30 @@ def table_html(title: str, rows: Sequence[tuple[str, Any]]) -> str:
     1
     """
     body = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
-                   f"<td style='text-align:left'>{html.escape(_num(v))}</td></tr>" for k, v in rows)
+                   f"<td style='text-align:left'>{html.escape(number_text(v))}</td></tr>" for k, v in rows)
     return (f"<div class='privsim'><strong>{html.escape(title)}</strong>"
             f"<table style='border-collapse:collapse;font-size:90%'>{body}</table></div>")
 
 
-def figure_html(fig: Any, alt: str) -> str:
-    """``fig`` as an inline ``<img>`` (a base64 PNG); the figure is closed.
+def new_figure(width: float, height: float) -> Any:
+    """A matplotlib ``Figure`` outside pyplot (no global state, no interactive backend).
 
-    >>> from privsim.analysis.plots import _pyplot
-    >>> fig = _pyplot().figure(figsize=(1, 1))
-    >>> figure_html(fig, "empty").startswith("<img alt='empty' src='data:image/png;base64,")
+    >>> new_figure(2, 1).get_size_inches().tolist()
+    [2.0, 1.0]
+    """
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height))
+
+
+def figure_html(fig: Any, alt: str) -> str:
+    """``fig`` as an inline ``<img>`` (a base64 PNG).
+
+    >>> figure_html(new_figure(1, 1), "empty").startswith("<img alt='empty' src='data:image/png;base64,")
     True
     """
-    from privsim.analysis.plots import _pyplot
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-    _pyplot().close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f"<img alt='{html.escape(alt, quote=True)}' src='data:image/png;base64,{data}'/>"
 
@@ -120,8 +138,8 @@ def simulation_repr(res: Any) -> str:
     lines = [f"SimulationResult({res.protocol.name}, n={res.n}, t={res.t}, trials={res.trials}, seed={res.seed})",
              f"  cost per run: messages {res.messages}, bits {res.bits}, rounds {res.rounds}"]
     if "rmse" in rows:
-        lines.append(f"  estimate: mean {_num(rows['estimate mean'])}, std {_num(rows['estimate std'])}, "
-                     f"rmse {_num(rows['rmse'])} (true value {_num(rows['true value (mean)'])})")
+        lines.append(f"  estimate: mean {number_text(rows['estimate mean'])}, std {number_text(rows['estimate std'])}, "
+                     f"rmse {number_text(rows['rmse'])} (true value {number_text(rows['true value (mean)'])})")
     return fit(lines)
 
 
@@ -132,11 +150,11 @@ def estimate_figure(estimate: np.ndarray, truth: np.ndarray, title: str = "") ->
     >>> [line.get_label() for line in fig.axes[0].lines]
     ['true value', 'mean estimate']
     """
-    from privsim.analysis.plots import _pyplot, lattice_bins
-
     est = np.asarray(estimate, dtype=float).ravel()
-    fig, ax = _pyplot().subplots(figsize=(5, 2.8))
-    ax.hist(est, bins=lattice_bins(est), color=_BLUE, alpha=0.85)
+    fig = new_figure(5, 2.8)
+    ax = fig.subplots()
+    edges = np.histogram_bin_edges(est, bins="auto")
+    ax.hist(est, bins=edges if len(edges) <= 81 else 80, color=_BLUE, alpha=0.85)
     ax.axvline(float(np.mean(truth)), color=_RED, lw=2, label="true value")
     ax.axvline(float(np.mean(est)), color="k", ls="--", lw=1, label="mean estimate")
     ax.set_xlabel("estimate")
@@ -171,7 +189,7 @@ def simulation_html(res: Any) -> str:
 def _short(value: Any, trial: int = 0) -> str:
     a = np.asarray(value)
     v = a[trial] if a.ndim and a.shape[0] > trial else a
-    text = np.array2string(np.asarray(v), precision=4, threshold=6) if np.ndim(v) else _num(v.item())
+    text = np.array2string(np.asarray(v), precision=4, threshold=6) if np.ndim(v) else number_text(v.item())
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -222,8 +240,6 @@ def view_html(view: Any, max_rows: int = 12) -> str:
 
 
 def _claim_from_dict(claim: dict[str, Any] | None) -> Any:
-    from privsim.privacy import Privacy
-
     if claim is None:
         return None
     measure = claim["measure"]
@@ -257,9 +273,8 @@ def claim_figure(claim: Any) -> Any:
     >>> claim_figure(Privacy.zcdp(0.5)).axes[0].get_xlabel()
     'delta'
     """
-    from privsim.analysis.plots import _pyplot
-
-    fig, ax = _pyplot().subplots(figsize=(4.5, 2.8))
+    fig = new_figure(4.5, 2.8)
+    ax = fig.subplots()
     _claim_axes(ax, claim)
     fig.tight_layout()
     return fig
@@ -287,18 +302,27 @@ def claim_html(claim: Any) -> str:
 # --- an audit ------------------------------------------------------------------------------
 
 
-def _verdict(r: Any) -> str:
+def verdict(r: Any) -> str:
+    """An audit's verdict in words: ``"VIOLATED"``, ``"not violated"`` or ``"no verdict"``.
+
+    Example: ``verdict(audit(...))`` is ``"not violated"`` when the bound stays within the claim.
+    """
     if r.violated is None:
         return "no verdict"
     return "VIOLATED" if r.violated else "not violated"
 
 
-def _audit_rows(r: Any) -> list[tuple[str, Any]]:
-    claimed = "nothing" if r.epsilon_claimed is None else f"epsilon {_num(r.epsilon_claimed)} at delta {_num(r.delta)}"
+def audit_rows(r: Any) -> list[tuple[str, Any]]:
+    """An audit's table rows: verdict, bound, claim, event, selection, what was searched.
+
+    Example: ``dict(audit_rows(r))["verdict"] == verdict(r)``.
+    """
+    claimed = ("nothing" if r.epsilon_claimed is None
+               else f"epsilon {number_text(r.epsilon_claimed)} at delta {number_text(r.delta)}")
     rows = [("protocol", r.protocol), ("coalition vs neighbour", f"{{{','.join(r.coalition)}}} vs party {r.neighbor}"),
-            ("verdict", _verdict(r)), ("epsilon_lower", f"{_num(r.epsilon_lower)} ({r.confidence:.0%})"),
+            ("verdict", verdict(r)), ("epsilon_lower", f"{number_text(r.epsilon_lower)} ({r.confidence:.0%})"),
             ("claimed", claimed), ("why", r.reason), ("event", r.event), ("chosen by", r.selection),
-            ("p_hat, q_hat", f"{_num(r.p_hat)}, {_num(r.q_hat)}"),
+            ("p_hat, q_hat", f"{number_text(r.p_hat)}, {number_text(r.q_hat)}"),
             ("searched", f"{r.features} view columns; {r.trials_select} trials per input to choose the event, "
                          f"{r.trials_estimate} to bound it"),
             ("trials, seed", f"{r.trials}, {r.seed}")]
@@ -319,12 +343,13 @@ def audit_repr(r: Any) -> str:
       event: ...
       chosen by ...; p_hat ..., q_hat ...
     """
-    claimed = "nothing claimed" if r.epsilon_claimed is None else f"the claimed {_num(r.epsilon_claimed)}"
+    claimed = "nothing claimed" if r.epsilon_claimed is None else f"the claimed {number_text(r.epsilon_claimed)}"
     lines = [f"AuditResult({r.protocol}, {{{','.join(r.coalition)}}} vs party {r.neighbor}, trials={r.trials}, "
-             f"seed={r.seed}): {_verdict(r)}",
-             f"  epsilon_lower {_num(r.epsilon_lower)} ({r.confidence:.0%}) against {claimed} at delta {_num(r.delta)}",
+             f"seed={r.seed}): {verdict(r)}",
+             f"  epsilon_lower {number_text(r.epsilon_lower)} ({r.confidence:.0%}) against {claimed} "
+             f"at delta {number_text(r.delta)}",
              f"  event: {r.event}",
-             f"  chosen by {r.selection}; p_hat {_num(r.p_hat)}, q_hat {_num(r.q_hat)}"]
+             f"  chosen by {r.selection}; p_hat {number_text(r.p_hat)}, q_hat {number_text(r.q_hat)}"]
     return fit(lines)
 
 
@@ -349,10 +374,9 @@ def audit_figure(r: Any, views_x: np.ndarray, views_xp: np.ndarray) -> Any:
     >>> len(audit_figure(r, *r.sampler(512)).axes)
     2
     """
-    from privsim.analysis.plots import _pyplot
-
     claim = _claim_from_dict(r.claim)
-    fig, axes = _pyplot().subplots(1, 2, figsize=(9.5, 3))
+    fig = new_figure(9.5, 3)
+    axes = fig.subplots(1, 2)
     ax = axes[0]
     event = r.event_object
     values = getattr(event, "values", None)
@@ -397,9 +421,21 @@ def audit_html(r: Any, sample_trials: int = AUDIT_FIGURE_TRIALS) -> str:
     >>> "not violated" in page, page.count("data:image/png")
     (True, 1)
     """
-    table = table_html(f"AuditResult: {_verdict(r)}", _audit_rows(r))
+    table = table_html(f"AuditResult: {verdict(r)}", audit_rows(r))
     if r.sampler is None or r.event_object is None:
         return table
     views = r.sampler(min(int(sample_trials), r.trials))
     fig = figure_html(audit_figure(r, *views), "both inputs' distributions, the event, the claim and the bound")
     return f"<div>{table}{fig}</div>"
+
+
+def _install() -> None:
+    # The lower layers' classes get their displays here (see the module's docstring).
+    SimulationResult.__repr__ = simulation_repr  # type: ignore[method-assign]
+    SimulationResult._repr_html_ = simulation_html  # type: ignore[attr-defined]
+    View.__repr__ = view_repr  # type: ignore[method-assign]
+    View._repr_html_ = view_html  # type: ignore[attr-defined]
+    Privacy._repr_html_ = claim_html  # type: ignore[attr-defined]
+
+
+_install()

@@ -232,11 +232,6 @@ class Privacy:
             out["assumption"] = self.assumption
         return out
 
-    def _repr_html_(self) -> str:
-        from privsim.display import claim_html
-
-        return claim_html(self)
-
     def describe(self) -> str:
         """One short line, e.g. ``(1, 1e-06)-DP`` or ``0.01-zCDP``.
 

@@ -77,16 +77,6 @@ class SimulationResult:
     _draws: dict = field(default_factory=dict, repr=False)
     _recorded: Any = field(default=None, repr=False)
 
-    def __repr__(self) -> str:
-        from privsim.display import simulation_repr
-
-        return simulation_repr(self)
-
-    def _repr_html_(self) -> str:
-        from privsim.display import simulation_html
-
-        return simulation_html(self)
-
     @property
     def transcript(self) -> list | None:
         """The recorded rounds, one ``receiver -> Inbox`` dict per round (what the recorded

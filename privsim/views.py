@@ -84,16 +84,6 @@ class View:
     outputs: dict[int | str, Any]
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def __repr__(self) -> str:
-        from privsim.display import view_repr
-
-        return view_repr(self)
-
-    def _repr_html_(self) -> str:
-        from privsim.display import view_html
-
-        return view_html(self)
-
     def _blocks(self) -> tuple[list[np.ndarray], list[str]]:
         if "blocks" not in self._cache:
             blocks: list[np.ndarray] = []
