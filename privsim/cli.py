@@ -635,6 +635,24 @@ def list_protocols(
         sys.exit(2)
 
 
+@app.command("report")
+def report_cmd(
+    scenario: Path = typer.Argument(..., help="A scenario TOML file (scenarios/*.toml)."),
+    output: Path = typer.Option(..., "-o", "--output", help="The HTML file to write (one self-contained page)."),
+    trials: int | None = typer.Option(None, "--trials", help="Runs (and, for an audit scenario, runs per input "
+                                      "of the audit).", show_default="the scenario's"),
+    seed: int | None = _SEED,
+) -> None:
+    """Write one self-contained HTML page about a scenario: its schedule as a graph (lonely and popular parties,
+    the coalition), messages and bits per round, the estimates against the truth, the coalition's view and, for an
+    audit scenario, the event, both inputs' distributions, the verdict and what was searched."""
+    from privsim.report import check_report_path, write_report
+
+    path = check_report_path(output)
+    spec = _spec(scenario, None, None, None, None, seed, None, None)
+    print(f"wrote {write_report(path, spec, trials=trials)}")
+
+
 @app.command("new-protocol")
 def new_protocol(
     name: str = typer.Argument(..., help="The protocol's name, e.g. relay-sum (writes relay_sum.py and "

@@ -356,7 +356,7 @@ def audit_repr(r: Any) -> str:
 def _event_region(ax: Any, event: Any, lo: float, hi: float) -> None:
     op, cut = event.op, float(event.cut)
     a, b = (cut, hi) if op in (">=", ">") else (lo, cut)
-    ax.axvspan(a, b, color="#55a868", alpha=0.18, label=f"event: {event.describe()}")
+    ax.axvspan(a, b, color="#55a868", alpha=0.18, label="the event")
     ax.axvline(cut, color="#55a868", lw=1.5)
 
 
@@ -391,6 +391,7 @@ def audit_figure(r: Any, views_x: np.ndarray, views_xp: np.ndarray) -> Any:
         _event_region(ax, event, float(lo), float(hi))
         ax.set_xlabel(getattr(event, "name", "score"))
         ax.set_ylabel("density")
+        ax.set_title(fit([f"event: {event.describe()}"], 70), fontsize=8)
     else:
         inside = [float(event.contains(views_x).mean()), float(event.contains(views_xp).mean())]
         x = np.arange(2)
@@ -398,7 +399,7 @@ def audit_figure(r: Any, views_x: np.ndarray, views_xp: np.ndarray) -> Any:
         ax.bar(x + 0.2, [1 - p for p in inside], 0.4, color="#bbbbbb", label="outside it")
         ax.set_xticks(x, ["under x", "under x'"])
         ax.set_ylabel("fraction of a fresh sample")
-        ax.set_title(event.describe()[:60], fontsize=8)
+        ax.set_title(fit([f"event: {event.describe()}"], 70), fontsize=8)
     ax.legend(fontsize=7)
     if claim is not None:
         _claim_axes(axes[1], claim, (r.delta, r.epsilon_lower))

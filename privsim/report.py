@@ -154,6 +154,7 @@ def _cost_figure(messages: list[int], bits: list[int]) -> Any:
     axes[1].set_title("bits per round (one run)", fontsize=9)
     for ax in axes:
         ax.set_xlabel("round")
+        ax.xaxis.get_major_locator().set_params(integer=True)
     fig.tight_layout()
     return fig
 

@@ -36,7 +36,7 @@ def test_workbench_notebook_runs_and_its_results_display_themselves(tmp_path):
     html, plain, _ = audit
     assert "AuditResult: not violated" in html and "data:image/png;base64," in html
     assert "msg r1 1-&gt;C" in html  # the event the audit chose
-    assert plain.startswith("AuditResult(randomized-response, {C} vs party 1, trials=8192, seed=3): not violated")
+    assert plain.startswith("AuditResult(randomized-response, {C} vs party 1, trials=4096, seed=3): not violated")
     assert "epsilon_lower" in printed_audit[2]
     html, plain, _ = claim
     assert "Privacy:" in html and "data:image/png;base64," in html and plain.startswith("Privacy(")
