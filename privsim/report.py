@@ -290,11 +290,8 @@ def _audit_section(proto: Any, spec: RunSpec, res: Any, extra: dict[str, Any], a
 def write_report(path: str | Path, spec: RunSpec, *, trials: int | None = None) -> Path:
     """Write :func:`build_report`'s page to ``path`` (an ``.html`` file); returns the path.
 
-    >>> import tempfile, os
-    >>> from privsim.scenario import RunSpec
-    >>> out = os.path.join(tempfile.mkdtemp(), "rr.html")
-    >>> write_report(out, RunSpec(protocol="randomized-response", n=4, trials=20, seed=1)).stat().st_size > 10_000
-    True
+    Example: ``write_report("rr.html", load_scenario("scenarios/randomized_response.toml"))``, as
+    ``privsim report scenarios/randomized_response.toml -o rr.html`` does (tests/test_report.py).
     """
     p = check_report_path(path)
     p.write_text(build_report(spec, trials=trials))

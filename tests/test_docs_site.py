@@ -5,6 +5,7 @@ auditing a protocol in two clicks."""
 
 from __future__ import annotations
 
+import functools
 import html
 import importlib
 import re
@@ -28,8 +29,13 @@ def site() -> Path:
     return out
 
 
+@functools.cache
+def _read(path: Path) -> str:
+    return path.read_text()
+
+
 def page(site: Path, path: str) -> str:
-    return (site / path / "index.html").read_text()
+    return _read(site / path / "index.html")
 
 
 def test_every_public_name_has_a_reference_entry(site):
