@@ -576,7 +576,7 @@ def run_audit(plan: AuditPlan, *, confidence: float = 0.95, progress: Callable[[
                 ex.close()
     violated, reason = judge(plan.reference, stats.epsilon_lower, delta, own=claim is not None)
     protocol = run.protocol
-    return AuditResult(
+    result = AuditResult(
         protocol=protocol.name, params=protocol.parameters, n=run.n, t=run.t, coalition=[str(m) for m in members],
         neighbor=j, trials=run.trials, seed=run.entropy, delta=delta, confidence=confidence,
         epsilon_lower=stats.epsilon_lower, epsilon_point=stats.epsilon_point,
@@ -589,8 +589,9 @@ def run_audit(plan: AuditPlan, *, confidence: float = 0.95, progress: Callable[[
         paper_violated=None if claim is None or claim.paper is None else judge(claim.paper, stats.epsilon_lower,
                                                                                 delta)[0],
         reason=reason, event_object=stats.event_object,
-        sampler=partial(fresh_views, protocol, run.inputs, plan.x_prime, members, run.t, run.entropy),
     )
+    sampler = partial(fresh_views, protocol, run.inputs, plan.x_prime, members, run.t, run.entropy)
+    return replace(result, sampler=sampler)
 
 
 def default_delta(protocol: Protocol, coalition: Any, n: int, t: int) -> float:
