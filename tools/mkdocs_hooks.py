@@ -38,38 +38,41 @@ def protocols() -> dict[str, type]:
     return dict(sorted(REGISTRY.items()))
 
 
+def _exported(mod) -> list[tuple[str, object]]:
+    """The classes and functions a module exports (its ``__all__``)."""
+    import inspect
+
+    return [(n, obj) for n in getattr(mod, "__all__", [])
+            if (inspect.isclass(obj := getattr(mod, n, None)) or inspect.isfunction(obj))]
+
+
 def _homes(modules: list[str]) -> dict[str, str]:
-    """For every exported name (``module.qualname`` of its definition), the one page that
-    documents it: its defining module's if that module exports it, else the first public
-    module that does (a name documented twice would have two anchors)."""
+    """For every exported class and function (``module.name`` of its definition), the one
+    page that documents it: its defining module's, else (a module that is not public) the
+    first public module exporting it. A name documented twice would have two anchors, and
+    one rendered through an import alias is at the mercy of the alias's resolution."""
     homes: dict[str, str] = {}
     for name in modules:
-        mod = importlib.import_module(name)
-        for n in getattr(mod, "__all__", []):
-            obj = getattr(mod, n, None)
-            home = getattr(obj, "__module__", None)
-            if not isinstance(home, str) or not (callable(obj) or isinstance(obj, type)):
-                continue
-            key = f"{home}.{n}"
-            shown_at_home = home in modules and n in getattr(importlib.import_module(home), "__all__", [n])
-            homes.setdefault(key, home if shown_at_home else name)
+        for n, obj in _exported(importlib.import_module(name)):
+            home = obj.__module__
+            homes.setdefault(f"{home}.{n}", home if home in modules else name)
     return homes
 
 
 def _api_page(module: str, homes: dict[str, str]) -> str:
-    """A module's page: its docstring and the names it documents; a name documented on
+    """A module's page: its docstring and the names it documents (those it defines and
+    exports, and those it defines that another module exports); a name documented on
     another module's page is linked from here."""
     mod = importlib.import_module(module)
-    exported = list(getattr(mod, "__all__", []))
-    own, elsewhere = [], []
-    for n in exported:
-        home = getattr(getattr(mod, n, None), "__module__", None)
-        page = homes.get(f"{home}.{n}", module)
-        (own if page == module else elsewhere).append((n, page))
+    own = [n for n, obj in _exported(mod) if homes.get(f"{obj.__module__}.{n}") == module]
+    own += [key.rsplit(".", 1)[1] for key, page in homes.items()
+            if page == module and key.rsplit(".", 1)[0] == module and key.rsplit(".", 1)[1] not in own]
+    elsewhere = [(n, homes[f"{obj.__module__}.{n}"]) for n, obj in _exported(mod)
+                 if homes.get(f"{obj.__module__}.{n}") not in (None, module)]
     lines = [f"# `{module}`", "", f"::: {module}", "    options:", "      show_root_heading: false",
              "      show_submodules: false"]
-    if exported:
-        lines.append(f"      members: [{', '.join(n for n, _ in own)}]" if own else "      members: false")
+    if hasattr(mod, "__all__"):
+        lines.append(f"      members: [{', '.join(own)}]" if own else "      members: false")
     if elsewhere:
         lines += ["", "## Also exported here", ""]
         lines += [f"- [`{n}`]({page}.md#{page}.{n})" for n, page in elsewhere]
