@@ -136,11 +136,12 @@ from privsim.mechanisms.sharing import (
     add_mod,
     choose_modulus,
     decode_fixed,
-    encode_fixed,
-    reconstruct,
-    share,
+    encode_fixed_unchecked,
+    reconstruct_unchecked,
+    share_unchecked,
     to_signed,
 )
+from privsim.network.messages import seal
 from privsim.network.schedule import Schedule
 from privsim.parties.context import PartyContext
 from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
@@ -350,7 +351,8 @@ class DistributedNoiseSum(IntegerInputs):
         noise_share = self.family.share(ctx.rng, m, size=())
         if self.family.integer:
             return (x + noise_share) % q  # |share| < q/2 except with prob. 2^-40, and x < q/2
-        return add_mod(x, encode_fixed(noise_share, self.digits, q), q)  # x 2^d + rint(N 2^d)
+        # x 2^d + rint(N 2^d) mod q; digits and q were checked once, when the run was set up
+        return (x + encode_fixed_unchecked(noise_share, self.digits, q)) % q
 
     def decode(self, total: np.ndarray, q: int) -> np.ndarray:
         """The released value from the total mod q (a float array in fixed point, else int64).
@@ -484,19 +486,20 @@ class SecureSum(DistributedNoiseSum):
         n, t, me = ctx.n, ctx.t, ctx.id
         q = self.modulus_for(n, t)
         bits = modulus_bits(q)
-        shares = share(ctx.rng, self.contribution(ctx, q), q, t + 1, size=())  # (R, t+1)
+        # q, t and the shapes are the run's, checked once (check_setting): the unchecked forms
+        shares = seal(share_unchecked(ctx.rng, self.contribution(ctx, q), q, t + 1, ()))  # (R, t+1)
         for j in range(t + 1):
             if j != me:
-                ctx.send(j, shares[:, j], bits=bits)
+                ctx.send(j, shares[:, j], bits=bits)  # a view of a sealed array: sent without a copy
         inbox = await ctx.end_round()
         total = None
         if me <= t:  # a holder adds its own share and what it received
-            partial = reconstruct(np.stack([shares[:, me], *inbox.values()], axis=-1), q)
+            partial = seal(reconstruct_unchecked(np.stack([shares[:, me], *inbox.values()], axis=-1), q))
             if me != 0:
                 ctx.send(0, partial, bits=bits)
             inbox = await ctx.end_round()
             if me == 0:
-                total = reconstruct(np.stack([partial, *inbox.values()], axis=-1), q)
+                total = reconstruct_unchecked(np.stack([partial, *inbox.values()], axis=-1), q)
         elif self.broadcast:
             await ctx.idle()  # non-holders sit out the holders' round
         if self.broadcast:
