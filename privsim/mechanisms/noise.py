@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms import _checks
@@ -698,7 +697,9 @@ def laplace_tail_bound(b: float, m: int = 1, count: int = 1, failure_log2: int =
     b = _checks.positive("b", b, scalar=True)
     k = _count(count) / _shares(m)
     tail = 2.0 ** -(_failure_log2(failure_log2) + 1)
-    return float(stats.gamma.isf(tail, k, scale=b))
+    from scipy import special  # on use, and not scipy.stats: party start-up
+
+    return float(special.gammainccinv(k, tail) * b)  # exactly stats.gamma.isf(tail, k, scale=b)
 
 
 def gaussian_tail_bound(sigma2: float, m: int = 1, count: int = 1, failure_log2: int = 40) -> float:
@@ -731,6 +732,7 @@ def gaussian_tail_bound(sigma2: float, m: int = 1, count: int = 1, failure_log2:
     """
     sigma2 = _checks.positive("sigma2", sigma2, scalar=True)
     sd = math.sqrt(gaussian_shares_variance(sigma2, m, count))
+    from scipy import stats  # on use: party start-up
     return sd * float(stats.norm.isf(2.0 ** -(_failure_log2(failure_log2) + 1)))
 
 
@@ -767,4 +769,5 @@ def discrete_laplace_tail_bound(b: float, m: int = 1, count: int = 1, failure_lo
     b = _checks.positive("b", b, scalar=True)
     r = _count(count) / _shares(m)
     tail = 2.0 ** -(_failure_log2(failure_log2) + 1)
+    from scipy import stats  # on use: party start-up
     return int(stats.nbinom.isf(tail, r, -math.expm1(-1.0 / b)))
