@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 # Names load on first use (PEP 562): a party process that needs secret sharing does not
-# import scipy, the BLT optimiser or the sketches (docs/architecture.md, start-up).
+# import scipy, the BLT optimiser or the sketches (docs/architecture.md, "Where a message moves").
 _LAZY = {
     "analytic_gaussian_sigma": "accounting",
     "approx_dp_to_zcdp": "accounting",
