@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from scipy import optimize, special
 
 from privsim.mechanisms._checks import positive, probability
 
@@ -97,7 +98,6 @@ def _minimize_log_grid(f: Callable[[float], float], lo: float, hi: float) -> flo
     values = [f(x) for x in xs]
     i = int(np.argmin(values))
     a, b = xs[max(i - 1, 0)], xs[min(i + 1, len(xs) - 1)]
-    from scipy import optimize  # on use: party start-up
     res = optimize.minimize_scalar(f, bounds=(a, b), method="bounded",
                                    options={"xatol": 1e-12})
     return float(min(res.fun, values[i]))
@@ -183,7 +183,6 @@ def approx_dp_to_zcdp(epsilon: float, delta: float, *, tight: bool = False) -> f
     lo, hi = rho_simple, 2.0 * rho_simple  # tight <= simple, so rho_tight >= rho_simple
     while zcdp_to_approx_dp_tight(hi, delta) < epsilon:
         lo, hi = hi, 2.0 * hi
-    from scipy import optimize  # on use: party start-up
     return float(optimize.brentq(lambda r: zcdp_to_approx_dp_tight(r, delta) - epsilon,
                                  lo, hi, xtol=1e-15, rtol=1e-13))
 
@@ -242,7 +241,6 @@ def _log_gaussian_delta(mu: float, epsilon: float) -> float:
     """ln delta(epsilon) of the Gaussian mechanism with mu = Delta / sigma ([BW18] Thm 8)."""
     # delta = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu), computed in log space so
     # that large epsilon or tiny delta do not underflow.
-    from scipy import special  # on use: party start-up
     log_a = float(special.log_ndtr(mu / 2.0 - epsilon / mu))
     log_b = epsilon + float(special.log_ndtr(-mu / 2.0 - epsilon / mu))
     if log_b >= log_a:
@@ -313,7 +311,6 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> fl
     lo, hi = 0.0, 1.0
     while _log_gaussian_delta(mu, hi) > log_delta:  # delta(eps) decreases in eps
         lo, hi = hi, 2.0 * hi
-    from scipy import optimize  # on use: party start-up
     return float(optimize.brentq(lambda e: _log_gaussian_delta(mu, e) - log_delta,
                                  lo, hi, xtol=1e-14, rtol=1e-14))
 
@@ -358,6 +355,5 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
         lo, hi = 2.0 * lo - 1.0, lo
     while excess(hi) > 0:
         lo, hi = hi, 2.0 * hi + 1.0
-    from scipy import optimize  # on use: party start-up
     log_sigma = optimize.brentq(excess, lo, hi, xtol=1e-14, rtol=1e-14)
     return sensitivity * math.exp(log_sigma)

@@ -38,9 +38,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from privsim._lazy import on_use
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms import _checks
-from privsim.mechanisms.accounting import analytic_gaussian_sigma
+
+accounting = on_use("privsim.mechanisms.accounting")  # on first use: it brings scipy.optimize
 
 __all__ = [
     # central mechanisms
@@ -244,7 +246,7 @@ def gaussian_variance(
     if epsilon is None or delta is None:
         raise ParameterError("give rho > 0, or both epsilon > 0 and delta in (0, 1)")
     sensitivity = _checks.positive("sensitivity", sensitivity)
-    unit_sigma = analytic_gaussian_sigma(epsilon, delta)  # sigma is linear in D
+    unit_sigma = accounting.analytic_gaussian_sigma(epsilon, delta)  # sigma is linear in D
     return (sensitivity * unit_sigma) ** 2
 
 

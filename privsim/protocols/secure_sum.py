@@ -136,7 +136,8 @@ from privsim.mechanisms.sharing import (
     add_mod,
     choose_modulus,
     decode_fixed,
-    encode_fixed_unchecked,
+    encode_fixed,
+    reconstruct,
     reconstruct_unchecked,
     share_unchecked,
     to_signed,
@@ -351,8 +352,7 @@ class DistributedNoiseSum(IntegerInputs):
         noise_share = self.family.share(ctx.rng, m, size=())
         if self.family.integer:
             return (x + noise_share) % q  # |share| < q/2 except with prob. 2^-40, and x < q/2
-        # x 2^d + rint(N 2^d) mod q; digits and q were checked once, when the run was set up
-        return (x + encode_fixed_unchecked(noise_share, self.digits, q)) % q
+        return add_mod(x, encode_fixed(noise_share, self.digits, q), q)  # x 2^d + rint(N 2^d)
 
     def decode(self, total: np.ndarray, q: int) -> np.ndarray:
         """The released value from the total mod q (a float array in fixed point, else int64).
@@ -499,7 +499,7 @@ class SecureSum(DistributedNoiseSum):
                 ctx.send(0, partial, bits=bits)
             inbox = await ctx.end_round()
             if me == 0:
-                total = reconstruct_unchecked(np.stack([partial, *inbox.values()], axis=-1), q)
+                total = reconstruct(np.stack([partial, *inbox.values()], axis=-1), q)
         elif self.broadcast:
             await ctx.idle()  # non-holders sit out the holders' round
         if self.broadcast:
