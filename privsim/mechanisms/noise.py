@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privsim._lazy import on_use
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms import _checks
+from privsim.mechanisms._lazy import on_use
 
 accounting = on_use("privsim.mechanisms.accounting")  # on first use: it brings scipy.optimize
 

@@ -40,9 +40,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privsim._lazy import on_use
 from privsim.errors import ParameterError
 from privsim.mechanisms import noise
+from privsim.mechanisms._lazy import on_use
 from privsim.privacy import Privacy
 
 # imported on first use: they bring scipy.stats and scipy.optimize, which a party drawing
