@@ -219,3 +219,24 @@ def test_bad_arguments_raise_one_line_naming_the_field(call, error, field: str) 
 def test_docstring_examples() -> None:
     result = doctest.testmod(sharing)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("q", [2**8, 2**40, 2**62])
+@pytest.mark.parametrize("parties", [1, 2, 7, 64])
+def test_unchecked_forms_are_the_checked_ones(q: int, parties: int) -> None:
+    # one int64 sum where count (q - 1) < 2^63 (q = 2^8, 2^40), pairwise otherwise (2^62, parties > 2)
+    x = np.random.default_rng(1).integers(0, q, size=(5, 3), dtype=np.int64)
+    checked = share(np.random.default_rng(2), x, q, parties)
+    unchecked = sharing.share_unchecked(np.random.default_rng(2), x, q, parties, (5, 3))
+    assert checked.tolist() == unchecked.tolist()
+    exact = [[sum(int(v) for v in row) % q for row in block] for block in checked.tolist()]
+    assert sharing.reconstruct_unchecked(checked, q).tolist() == exact == x.tolist()
+    assert reconstruct(checked, q).tolist() == exact
+
+
+def test_encode_fixed_unchecked_agrees_in_range_and_wraps_outside() -> None:
+    values = np.random.default_rng(3).normal(0.0, 100.0, size=1000)
+    q = 2**30
+    assert sharing.encode_fixed_unchecked(values, 12, q).tolist() == encode_fixed(values, 12, q).tolist()
+    # outside the centred range it reduces mod q (encode_fixed refuses): sums stay exact mod q
+    assert sharing.encode_fixed_unchecked(np.array([40.0, -40.0]), 0, 64).tolist() == [40, 24]

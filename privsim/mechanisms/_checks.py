@@ -7,6 +7,7 @@ range, and returns the value in the form the caller computes with.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -31,6 +32,8 @@ def positive(name: str, value: ArrayLike, *, scalar: bool = False) -> Any:
     A scalar comes back as a Python float, an array as a float64 array (which the caller
     broadcasts against the draws); ``scalar=True`` refuses arrays.
     """
+    if type(value) is float and 0.0 < value < math.inf:  # the common case, without numpy
+        return value
     kind = "a finite number > 0" if scalar else "finite and > 0 (a number or an array)"
     try:
         arr = np.asarray(value, dtype=np.float64)
@@ -55,6 +58,8 @@ def probability(name: str, value: ArrayLike) -> float:
 
 def integer(name: str, value: Any, low: int, high: int | None = None) -> int:
     """Return ``value`` as a Python int if it is an integer in [low, high], else raise."""
+    if type(value) is int and low <= value and (high is None or value <= high):
+        return value  # the common case
     allowed = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
     if isinstance(value, (bool, np.bool_)):
         raise ParameterError(f"{name} must be {allowed} (got {value!r})")
@@ -69,6 +74,8 @@ def integer(name: str, value: Any, low: int, high: int | None = None) -> int:
 
 def shape(name: str, value: Any) -> tuple[int, ...]:
     """Return ``value`` (an int or a sequence of ints >= 0) as a shape tuple, else raise."""
+    if type(value) is tuple and not value:
+        return ()  # one trial's scalar: the common case
     items = (value,) if np.ndim(value) == 0 else tuple(value)
     try:
         return tuple(integer(name, v, 0) for v in items)

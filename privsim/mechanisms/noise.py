@@ -37,11 +37,12 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms import _checks
-from privsim.mechanisms.accounting import analytic_gaussian_sigma
+from privsim.mechanisms._lazy import on_use
+
+accounting = on_use("privsim.mechanisms.accounting")  # on first use: it brings scipy.optimize
 
 __all__ = [
     # central mechanisms
@@ -245,7 +246,7 @@ def gaussian_variance(
     if epsilon is None or delta is None:
         raise ParameterError("give rho > 0, or both epsilon > 0 and delta in (0, 1)")
     sensitivity = _checks.positive("sensitivity", sensitivity)
-    unit_sigma = analytic_gaussian_sigma(epsilon, delta)  # sigma is linear in D
+    unit_sigma = accounting.analytic_gaussian_sigma(epsilon, delta)  # sigma is linear in D
     return (sensitivity * unit_sigma) ** 2
 
 
@@ -698,7 +699,9 @@ def laplace_tail_bound(b: float, m: int = 1, count: int = 1, failure_log2: int =
     b = _checks.positive("b", b, scalar=True)
     k = _count(count) / _shares(m)
     tail = 2.0 ** -(_failure_log2(failure_log2) + 1)
-    return float(stats.gamma.isf(tail, k, scale=b))
+    from scipy import special  # on use, and not scipy.stats: party start-up
+
+    return float(special.gammainccinv(k, tail) * b)  # exactly stats.gamma.isf(tail, k, scale=b)
 
 
 def gaussian_tail_bound(sigma2: float, m: int = 1, count: int = 1, failure_log2: int = 40) -> float:
@@ -731,6 +734,7 @@ def gaussian_tail_bound(sigma2: float, m: int = 1, count: int = 1, failure_log2:
     """
     sigma2 = _checks.positive("sigma2", sigma2, scalar=True)
     sd = math.sqrt(gaussian_shares_variance(sigma2, m, count))
+    from scipy import stats  # on use: party start-up
     return sd * float(stats.norm.isf(2.0 ** -(_failure_log2(failure_log2) + 1)))
 
 
@@ -767,4 +771,5 @@ def discrete_laplace_tail_bound(b: float, m: int = 1, count: int = 1, failure_lo
     b = _checks.positive("b", b, scalar=True)
     r = _count(count) / _shares(m)
     tail = 2.0 ** -(_failure_log2(failure_log2) + 1)
+    from scipy import stats  # on use: party start-up
     return int(stats.nbinom.isf(tail, r, -math.expm1(-1.0 / b)))

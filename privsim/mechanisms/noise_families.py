@@ -41,9 +41,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privsim.errors import ParameterError
-from privsim.mechanisms import integer_noise, noise
-from privsim.mechanisms.accounting import approx_dp_to_zcdp
+from privsim.mechanisms import noise
+from privsim.mechanisms._lazy import on_use
 from privsim.privacy import Privacy
+
+# imported on first use: they bring scipy.stats and scipy.optimize, which a party drawing
+# Laplace or Gaussian shares never needs
+integer_noise = on_use("privsim.mechanisms.integer_noise")
+accounting = on_use("privsim.mechanisms.accounting")
 
 __all__ = [
     "FAMILIES",
@@ -330,7 +335,7 @@ class _Calibration:
     @cached_property
     def zcdp_rho(self) -> float:
         """rho, or the largest rho-zCDP that implies (epsilon, delta) ([CKS20] conversion)."""
-        return self.rho if self.rho > 0 else approx_dp_to_zcdp(self.epsilon, self.delta, tight=True)
+        return self.rho if self.rho > 0 else accounting.approx_dp_to_zcdp(self.epsilon, self.delta, tight=True)
 
 
 _BUILDERS: dict[str, Callable[[_Calibration], NoiseFamily]] = {

@@ -36,6 +36,9 @@ __all__ = [
     "choose_modulus",
     "encode_fixed",
     "decode_fixed",
+    "share_unchecked",
+    "reconstruct_unchecked",
+    "encode_fixed_unchecked",
 ]
 
 MAX_MODULUS = 2**62
@@ -50,10 +53,21 @@ def _residues(name: str, v: ArrayLike, q: int) -> NDArray[np.int64]:
     return _checks.integer_values(name, v, 0, q - 1)
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def _sum_mod(values: NDArray[np.int64], q: int) -> NDArray[np.int64]:
-    """Sum residues mod q along the last axis, pairwise, reducing after every addition."""
-    if values.shape[-1] == 0:
+    """Sum residues mod q along the last axis.
+
+    One int64 sum and one ``% q`` when ``count (q - 1) < 2^63`` (no partial sum can
+    overflow); otherwise pairwise, reducing after every addition. Both give the exact
+    sum mod q.
+    """
+    count = values.shape[-1]
+    if count == 0:
         return np.zeros(values.shape[:-1], dtype=np.int64)
+    if count * (q - 1) <= _INT64_MAX:
+        return values.sum(axis=-1, dtype=np.int64) % q
     while values.shape[-1] > 1:
         half = values.shape[-1] // 2
         paired = (values[..., :half] + values[..., half : 2 * half]) % q  # < 2q <= 2^63
@@ -116,8 +130,35 @@ def share(
         raise ParameterError(
             f"size must be the shape of one trial's secrets (x has shape {x.shape}, the draws {lead})"
         )
+    return _complete_shares(uniform, x, q)
+
+
+def _complete_shares(uniform: NDArray[np.int64], x: NDArray[np.int64], q: int) -> NDArray[np.int64]:
     last = (x - _sum_mod(uniform, q)) % q  # in (-q, q) before the reduction
     return np.concatenate([uniform, last[..., None]], axis=-1)
+
+
+def share_unchecked(rng: Any, x: NDArray[np.int64], q: int, parties: int, size: tuple[int, ...]) -> NDArray[np.int64]:
+    """:func:`share` without its checks, for a protocol that validated ``q``, ``parties`` and ``size`` once per run.
+
+    ``x`` must be int64 residues in ``[0, q)`` of the draws' shape; the draws and the
+    result are exactly those of :func:`share` with the same arguments.
+
+    >>> a = share(np.random.default_rng(3), np.array([0, 7, 12]), 13, 4)
+    >>> b = share_unchecked(np.random.default_rng(3), np.array([0, 7, 12]), 13, 4, (3,))
+    >>> bool((a == b).all())
+    True
+    """
+    return _complete_shares(rng.integers(0, q, size=(*size, parties - 1), dtype=np.int64), x, q)
+
+
+def reconstruct_unchecked(shares: NDArray[np.int64], q: int) -> NDArray[np.int64]:
+    """:func:`reconstruct` without its checks: ``shares`` are int64 residues in ``[0, q)``, shares last.
+
+    >>> reconstruct_unchecked(np.array([[2**61, 2**61 + 5]]), 2**62)
+    array([5])
+    """
+    return _sum_mod(shares, q)
 
 
 def reconstruct(shares: ArrayLike, q: int) -> NDArray[np.int64]:
@@ -313,6 +354,19 @@ def encode_fixed(x: ArrayLike, digits: int, q: int) -> NDArray[np.int64]:
             f"(got values in [{ints.min()}, {ints.max()}])"
         )
     return ints % q
+
+
+def encode_fixed_unchecked(x: NDArray[np.float64], digits: int, q: int) -> NDArray[np.int64]:
+    """:func:`encode_fixed` without its checks: ``rint(x 2^digits) mod q`` for finite ``x``.
+
+    For a protocol that checked ``digits`` and ``q`` once per run. A value outside the
+    centred range is reduced mod q instead of refused (the encoding is a homomorphism, so
+    a sum of encodings is still exact mod q; only the decoded total must fit).
+
+    >>> encode_fixed_unchecked(np.array([1.25, -0.5]), 2, 64)
+    array([ 5, 62])
+    """
+    return np.rint(x * 2.0**digits).astype(np.int64) % q
 
 
 def decode_fixed(v: ArrayLike, digits: int, q: int) -> NDArray[np.float64]:

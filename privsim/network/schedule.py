@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from privsim.errors import ParameterError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["CURATOR", "PUBLIC", "PUBLIC_COALITION", "id_key", "Schedule", "party_ids", "parse_party",
            "parse_coalition", "sort_ids"]
@@ -190,6 +192,8 @@ class Schedule:
 
     @cached_property
     def _graph(self) -> nx.Graph:
+        import networkx as nx  # on use: a party process never builds the graph
+
         g = nx.Graph()
         g.add_nodes_from(party_ids(self.n, self.curator))
         g.add_edges_from((s, d) for _, s, d in self.triples())

@@ -133,7 +133,14 @@ class TrialRNG:
         self.draws: list[np.ndarray] | None = [] if record else None
 
     def _draw(self, name: str, args: tuple, kwargs: dict, size: Any) -> np.ndarray:
-        shape = () if size is None else ((int(size),) if np.ndim(size) == 0 else tuple(size))
+        if size is None:
+            shape: tuple = ()
+        elif type(size) is tuple:  # the common forms first: np.ndim costs more than the draw
+            shape = size
+        elif type(size) is int:
+            shape = (size,)
+        else:
+            shape = (int(size),) if np.ndim(size) == 0 else tuple(size)
         if len(self._gens) == 1:
             out = getattr(self._gens[0], name)(*args, size=(self.trials, *shape), **kwargs)
         else:

@@ -138,9 +138,11 @@ from privsim.mechanisms.sharing import (
     decode_fixed,
     encode_fixed,
     reconstruct,
-    share,
+    reconstruct_unchecked,
+    share_unchecked,
     to_signed,
 )
+from privsim.network.messages import seal
 from privsim.network.schedule import Schedule
 from privsim.parties.context import PartyContext
 from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
@@ -484,14 +486,15 @@ class SecureSum(DistributedNoiseSum):
         n, t, me = ctx.n, ctx.t, ctx.id
         q = self.modulus_for(n, t)
         bits = modulus_bits(q)
-        shares = share(ctx.rng, self.contribution(ctx, q), q, t + 1, size=())  # (R, t+1)
+        # q, t and the shapes are the run's, checked once (check_setting): the unchecked forms
+        shares = seal(share_unchecked(ctx.rng, self.contribution(ctx, q), q, t + 1, ()))  # (R, t+1)
         for j in range(t + 1):
             if j != me:
-                ctx.send(j, shares[:, j], bits=bits)
+                ctx.send(j, shares[:, j], bits=bits)  # a view of a sealed array: sent without a copy
         inbox = await ctx.end_round()
         total = None
         if me <= t:  # a holder adds its own share and what it received
-            partial = reconstruct(np.stack([shares[:, me], *inbox.values()], axis=-1), q)
+            partial = seal(reconstruct_unchecked(np.stack([shares[:, me], *inbox.values()], axis=-1), q))
             if me != 0:
                 ctx.send(0, partial, bits=bits)
             inbox = await ctx.end_round()
