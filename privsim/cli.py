@@ -7,6 +7,7 @@ prints one line and exits with code 2.
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -278,7 +279,7 @@ def _scenario_protocol(path: Path) -> str | None:
 
     try:
         return tomllib.loads(read_scenario_text(Path(path))).get("protocol")
-    except (PrivsimError, tomllib.TOMLDecodeError):
+    except (PrivsimError, tomllib.TOMLDecodeError, RecursionError):
         return None  # load_scenario reports the problem
 
 
@@ -690,9 +691,14 @@ def _exit_interrupted(code: int) -> None:
     os._exit(code)
 
 
+#: Errors of writing the output (a full disk, a device error, a file over its size limit).
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT})
+
+
 def _dispatch(argv: list[str] | None) -> int | None:
     try:
         app(args=argv, standalone_mode=False)
+        sys.stdout.flush()  # a buffered output's write error surfaces here, not at exit
     except PrivsimError as exc:
         message = str(exc)
         if _SCENARIO_FILE and not message.startswith(_SCENARIO_FILE[0]):
@@ -704,6 +710,17 @@ def _dispatch(argv: list[str] | None) -> int | None:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS:
+            raise
+        # `privsim ... > /dev/full`: the output could not be written. One line on stderr, and
+        # stdout pointed at /dev/null so that the interpreter's last flush does not fail again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"error: output: writing failed ({exc.strerror}); free some space or write elsewhere",
+              file=sys.stderr)
+        return 2
     except MemoryError:
         print("error: n, trials: out of memory during the run (lower n or trials, or set --max-memory lower "
               "to be refused up front)", file=sys.stderr)

@@ -49,6 +49,9 @@ T = TypeVar("T")
 WIDTH = 80
 #: The figure formats ``--plot`` writes.
 PLOT_FORMATS = (".png", ".pdf", ".svg")
+
+#: ``--workers`` beyond this many per core only queue for the CPU (and each holds an interpreter).
+WORKERS_PER_CORE = 4
 #: Batches done and planned by the running command (for the interruption line).
 WORK: dict[str, int] = {"done": 0, "total": 0}
 
@@ -103,6 +106,10 @@ def check_executor_flags(executor: str | None, scheduler: str | None, workers: i
         raise ParameterError(f"executor must be one of {', '.join(EXECUTORS)} (got {kind!r})")
     if workers is not None and workers < 1:
         raise ParameterError(f"workers must be >= 1 (got {workers})")
+    cores = os.cpu_count() or 1
+    if workers is not None and workers > WORKERS_PER_CORE * cores and scheduler is None:
+        raise ParameterError(f"workers must be <= {WORKERS_PER_CORE} per core, {WORKERS_PER_CORE * cores} on this "
+                             f"machine's {cores} cores (got {workers})")
     if workers is not None and kind == "local":
         raise ParameterError(f"workers: only with --executor processes or dask (got --workers {workers} with local)")
     if scheduler is not None and kind != "dask":

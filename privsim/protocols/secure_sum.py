@@ -186,7 +186,7 @@ class IntegerInputs(Protocol):
         bad = (inputs < 0) | (inputs > self.max_input)
         if bad.any():
             idx = np.argwhere(bad)[0]
-            raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)]!r}, outside the domain "
+            raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)].item()!r}, outside the domain "
                              f"of integers in [0, {self.max_input}] (max_input)")
         return inputs
 
