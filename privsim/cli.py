@@ -26,6 +26,7 @@ from privsim.cli_support import (
     check_plot_path,
     check_resources,
     interruptible,
+    json_channel,
     print_json,
     progress_bar,
     protocol_detail,
@@ -697,7 +698,9 @@ _OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT})
 
 def _dispatch(argv: list[str] | None) -> int | None:
     try:
-        app(args=argv, standalone_mode=False)
+        args = sys.argv[1:] if argv is None else [str(a) for a in argv]
+        with json_channel("--json" in args):  # a party's print() does not corrupt the JSON
+            app(args=argv, standalone_mode=False)
         sys.stdout.flush()  # a buffered output's write error surfaces here, not at exit
     except PrivsimError as exc:
         message = str(exc)

@@ -339,13 +339,59 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+#: Where :func:`print_json` writes while :func:`json_channel` holds stdout for the JSON alone.
+_JSON_OUT: list[Any] = []
+
+
 def print_json(data: Any) -> None:
     """Print one strictly valid JSON object on stdout.
 
     >>> print_json({"rmse": float("nan"), "n": np.int64(4)})
     {"rmse": null, "n": 4}
     """
-    print(json.dumps(jsonable(data), allow_nan=False))
+    print(json.dumps(jsonable(data), allow_nan=False), file=_JSON_OUT[-1] if _JSON_OUT else sys.stdout)
+
+
+@contextmanager
+def json_channel(active: bool) -> Iterator[None]:
+    """With ``active`` (``--json``), keep stdout for the JSON object alone: whatever else is
+    written there meanwhile (a party's ``print()``, in this process or in a worker process
+    started meanwhile) goes to stderr.
+
+    >>> with json_channel(True):
+    ...     print_json({"a": 1})
+    {"a": 1}
+    """
+    if not active:
+        yield
+        return
+    real = sys.stdout
+    try:
+        real_fd = real.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured stream (tests, notebooks)
+        real_fd = None
+    if real_fd != 1:
+        _JSON_OUT.append(real)
+        sys.stdout = sys.stderr
+        try:
+            yield
+        finally:
+            sys.stdout = real
+            _JSON_OUT.pop()
+        return
+    real.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)  # file descriptor 1, which worker processes inherit, is stderr meanwhile
+    out = open(saved, "w", closefd=False)  # noqa: SIM115 - flushed and closed below
+    _JSON_OUT.append(out)
+    try:
+        yield
+        out.flush()  # inside: a full disk is reported by the caller
+    finally:
+        _JSON_OUT.pop()
+        real.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def value_text(v: Any) -> str:

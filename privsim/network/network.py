@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import trio
 
-from privsim.errors import DeadlockError, ScheduleViolation
+from privsim.errors import DeadlockError, ProtocolWarning, ScheduleViolation
 from privsim.network.messages import Inbox, Outbox, message_bits, recorded_round
 from privsim.network.schedule import Schedule, sort_ids
 
@@ -104,6 +104,8 @@ class SyncNetwork:
         self._arrived = 0
         self._waiting: set[int | str] = set()
         self._done: set[int | str] = set()
+        self._ended: set[int | str] = set()  # parties that called end_round at least once
+        self._warned: set[str] = set()  # the ProtocolWarnings given in this run (each once)
         self._lot = trio.lowlevel.ParkingLot()
         self._inboxes: dict[int | str, Inbox] = {}
         self._on_round = on_round
@@ -118,6 +120,12 @@ class SyncNetwork:
     # ------------------------------------------------------------------ barrier
     async def end_round(self, pid: int | str) -> Inbox:
         """Called by ``ctx.end_round()``: wait for the barrier, return ``pid``'s inbox."""
+        self._ended.add(pid)
+        if self.round > self.schedule.rounds and self._done and "extra" not in self._warned:  # once per run
+            self._warned.add("extra")
+            _warn(f"party {pid} called end_round() for round {self.round}, after the schedule's last round "
+                  f"({self.schedule.rounds}) and after other parties finished: one end_round() per round "
+                  "(a second call ends a round nobody takes part in)")
         self._arrived += 1
         if self._arrived == self._live:
             self._complete_round()
@@ -135,6 +143,10 @@ class SyncNetwork:
 
     def depart(self, pid: int | str) -> None:
         """Called when a party routine returns: it takes part in no later round."""
+        if pid not in self._ended and self.schedule.rounds and "never" not in self._warned:
+            self._warned.add("never")
+            _warn(f"party {pid} returned without calling end_round(): what it sent goes out only "
+                  "because every party has finished; await ctx.end_round() after sending")
         self._done.add(pid)
         self._live -= 1
         if self._live and self._arrived == self._live:
@@ -218,3 +230,9 @@ class SyncNetwork:
                 f"round {self.round}: part{'ies' if len(stuck) > 1 else 'y'} "
                 f"{', '.join(map(str, stuck[:8]))}{' ...' if len(stuck) > 8 else ''} never finished the "
                 "round (they wait on something other than end_round)")
+
+
+def _warn(message: str) -> None:
+    import warnings
+
+    warnings.warn(message, ProtocolWarning, stacklevel=4)  # points at the party's end_round / return

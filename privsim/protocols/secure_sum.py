@@ -494,7 +494,8 @@ class SecureSum(DistributedNoiseSum):
             partial = reconstruct(np.stack([shares[:, me], *inbox.values()], axis=-1), q)
             if me != 0:
                 ctx.send(0, partial, bits=bits)
-            inbox = await ctx.end_round()
+            # With t = 0 and no broadcast, round 1 was the last one: nothing more arrives.
+            inbox = await ctx.end_round() if t or self.broadcast else {}
             if me == 0:
                 total = reconstruct(np.stack([partial, *inbox.values()], axis=-1), q)
         elif self.broadcast:
