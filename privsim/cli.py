@@ -111,6 +111,10 @@ _SCENARIO_FILE: list[str] = []  # the scenario file of the running command, name
 def _spec(scenario: Path | None, protocol: str | None, n: int | None, t: int | None,
           trials: int | None, seed: int | None, params: list[str] | None,
           inputs: str | None) -> RunSpec:
+    if scenario is not None and protocol is None and _scenario_protocol(scenario) == "headline":
+        # Only `run` runs the headline comparison (many protocols); views, audit, bounds take one.
+        raise ParameterError(f"{scenario}: the headline scenario compares many protocols: run it with "
+                             f"`privsim run {scenario}`, or give --protocol NAME for one of them")
     base = load_scenario(scenario) if scenario is not None else RunSpec()
     if scenario is not None:
         _SCENARIO_FILE[:] = [str(scenario)]

@@ -399,7 +399,15 @@ def value_text(v: Any) -> str:
 
     >>> value_text(1234567.0), value_text(0.123456789), value_text(True)
     ('1234567', '0.123457', 'True')
+    >>> value_text({"ratio": [np.float64(2.5), np.int64(3)]})  # never np.float64(...) in a table
+    '{ratio: [2.5, 3]}'
     """
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(value_text(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {value_text(x)}" for k, x in v.items()) + "}"
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, float):
