@@ -121,11 +121,6 @@ class SyncNetwork:
     async def end_round(self, pid: int | str) -> Inbox:
         """Called by ``ctx.end_round()``: wait for the barrier, return ``pid``'s inbox."""
         self._ended.add(pid)
-        if self.round > self.schedule.rounds and self._done and "extra" not in self._warned:  # once per run
-            self._warned.add("extra")
-            _warn(f"party {pid} called end_round() for round {self.round}, after the schedule's last round "
-                  f"({self.schedule.rounds}) and after other parties finished: one end_round() per round "
-                  "(a second call ends a round nobody takes part in)")
         self._arrived += 1
         if self._arrived == self._live:
             self._complete_round()
@@ -156,6 +151,15 @@ class SyncNetwork:
 
     def _complete_round(self) -> None:
         r = self.round
+        ending = [p for p in self._ids if p not in self._done] if r > self.schedule.rounds and self._done else []
+        if ending and "extra" not in self._warned:
+            # A round past the schedule that some parties ended while others had finished
+            # (whatever order trio ran them in, the finished ones are those that did not end it).
+            self._warned.add("extra")
+            who = sort_ids(ending)[0]
+            _warn(f"party {who} called end_round() for round {r}, after the schedule's last round "
+                  f"({self.schedule.rounds}) while other parties had finished: one end_round() per round "
+                  "(a second call ends a round nobody takes part in)")
         expected = self.schedule.senders_in(r)
         keep = self.record
         trials = self.trials
@@ -235,4 +239,4 @@ class SyncNetwork:
 def _warn(message: str) -> None:
     import warnings
 
-    warnings.warn(message, ProtocolWarning, stacklevel=4)  # points at the party's end_round / return
+    warnings.warn(message, ProtocolWarning, stacklevel=3)

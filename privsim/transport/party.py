@@ -308,8 +308,12 @@ def _check_run(cfg: PeersConfig, result: str | None) -> None:
     """Refuse, before any work, a run this party cannot afford or whose report it cannot write."""
     from privsim import resources
 
-    # The run's floor (the trials' results, one batch of every party): a bound on this party's share.
-    resources.check_memory(resources.floor_estimate(cfg.n, cfg.trials), resources.available_memory())
+    # The run's floor (the trials' results, one batch of every party): a bound on this party's
+    # share; the trials alone first, so that an absurd count is refused without planning batches.
+    limit = resources.available_memory()
+    resources.check_memory(resources.Estimate(resources.BASE_BYTES + cfg.trials * resources.TRIAL_BYTES, 0.0, 1),
+                           limit)
+    resources.check_memory(resources.floor_estimate(cfg.n, cfg.trials), limit)
     if result is not None:
         path = Path(result)
         folder = path.parent
