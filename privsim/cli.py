@@ -7,6 +7,7 @@ prints one line and exits with code 2.
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,6 +26,7 @@ from privsim.cli_support import (
     check_plot_path,
     check_resources,
     interruptible,
+    json_channel,
     print_json,
     progress_bar,
     protocol_detail,
@@ -109,6 +111,10 @@ _SCENARIO_FILE: list[str] = []  # the scenario file of the running command, name
 def _spec(scenario: Path | None, protocol: str | None, n: int | None, t: int | None,
           trials: int | None, seed: int | None, params: list[str] | None,
           inputs: str | None) -> RunSpec:
+    if scenario is not None and protocol is None and _scenario_protocol(scenario) == "headline":
+        # Only `run` runs the headline comparison (many protocols); views, audit, bounds take one.
+        raise ParameterError(f"{scenario}: the headline scenario compares many protocols: run it with "
+                             f"`privsim run {scenario}`, or give --protocol NAME for one of them")
     base = load_scenario(scenario) if scenario is not None else RunSpec()
     if scenario is not None:
         _SCENARIO_FILE[:] = [str(scenario)]
@@ -278,7 +284,7 @@ def _scenario_protocol(path: Path) -> str | None:
 
     try:
         return tomllib.loads(read_scenario_text(Path(path))).get("protocol")
-    except (PrivsimError, tomllib.TOMLDecodeError):
+    except (PrivsimError, tomllib.TOMLDecodeError, RecursionError):
         return None  # load_scenario reports the problem
 
 
@@ -708,9 +714,16 @@ def _exit_interrupted(code: int) -> None:
     os._exit(code)
 
 
+#: Errors of writing the output (a full disk, a device error, a file over its size limit).
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT})
+
+
 def _dispatch(argv: list[str] | None) -> int | None:
     try:
-        app(args=argv, standalone_mode=False)
+        args = sys.argv[1:] if argv is None else [str(a) for a in argv]
+        with json_channel("--json" in args):  # a party's print() does not corrupt the JSON
+            app(args=argv, standalone_mode=False)
+        sys.stdout.flush()  # a buffered output's write error surfaces here, not at exit
     except PrivsimError as exc:
         message = str(exc)
         if _SCENARIO_FILE and not message.startswith(_SCENARIO_FILE[0]):
@@ -722,6 +735,17 @@ def _dispatch(argv: list[str] | None) -> int | None:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS:
+            raise
+        # `privsim ... > /dev/full`: the output could not be written. One line on stderr, and
+        # stdout pointed at /dev/null so that the interpreter's last flush does not fail again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"error: output: writing failed ({exc.strerror}); free some space or write elsewhere",
+              file=sys.stderr)
+        return 2
     except MemoryError:
         print("error: n, trials: out of memory during the run (lower n or trials, or set --max-memory lower "
               "to be refused up front)", file=sys.stderr)

@@ -49,6 +49,9 @@ T = TypeVar("T")
 WIDTH = 80
 #: The figure formats ``--plot`` writes.
 PLOT_FORMATS = (".png", ".pdf", ".svg")
+
+#: ``--workers`` beyond this many per core only queue for the CPU (and each holds an interpreter).
+WORKERS_PER_CORE = 4
 #: Batches done and planned by the running command (for the interruption line).
 WORK: dict[str, int] = {"done": 0, "total": 0}
 
@@ -103,6 +106,10 @@ def check_executor_flags(executor: str | None, scheduler: str | None, workers: i
         raise ParameterError(f"executor must be one of {', '.join(EXECUTORS)} (got {kind!r})")
     if workers is not None and workers < 1:
         raise ParameterError(f"workers must be >= 1 (got {workers})")
+    cores = os.cpu_count() or 1
+    if workers is not None and workers > WORKERS_PER_CORE * cores and scheduler is None:
+        raise ParameterError(f"workers must be <= {WORKERS_PER_CORE} per core, {WORKERS_PER_CORE * cores} on this "
+                             f"machine's {cores} cores (got {workers})")
     if workers is not None and kind == "local":
         raise ParameterError(f"workers: only with --executor processes or dask (got --workers {workers} with local)")
     if scheduler is not None and kind != "dask":
@@ -332,13 +339,59 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+#: Where :func:`print_json` writes while :func:`json_channel` holds stdout for the JSON alone.
+_JSON_OUT: list[Any] = []
+
+
 def print_json(data: Any) -> None:
     """Print one strictly valid JSON object on stdout.
 
     >>> print_json({"rmse": float("nan"), "n": np.int64(4)})
     {"rmse": null, "n": 4}
     """
-    print(json.dumps(jsonable(data), allow_nan=False))
+    print(json.dumps(jsonable(data), allow_nan=False), file=_JSON_OUT[-1] if _JSON_OUT else sys.stdout)
+
+
+@contextmanager
+def json_channel(active: bool) -> Iterator[None]:
+    """With ``active`` (``--json``), keep stdout for the JSON object alone: whatever else is
+    written there meanwhile (a party's ``print()``, in this process or in a worker process
+    started meanwhile) goes to stderr.
+
+    >>> with json_channel(True):
+    ...     print_json({"a": 1})
+    {"a": 1}
+    """
+    if not active:
+        yield
+        return
+    real = sys.stdout
+    try:
+        real_fd = real.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured stream (tests, notebooks)
+        real_fd = None
+    if real_fd != 1:
+        _JSON_OUT.append(real)
+        sys.stdout = sys.stderr
+        try:
+            yield
+        finally:
+            sys.stdout = real
+            _JSON_OUT.pop()
+        return
+    real.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)  # file descriptor 1, which worker processes inherit, is stderr meanwhile
+    out = open(saved, "w", closefd=False)  # noqa: SIM115 - flushed and closed below
+    _JSON_OUT.append(out)
+    try:
+        yield
+        out.flush()  # inside: a full disk is reported by the caller
+    finally:
+        _JSON_OUT.pop()
+        real.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def value_text(v: Any) -> str:
@@ -346,7 +399,15 @@ def value_text(v: Any) -> str:
 
     >>> value_text(1234567.0), value_text(0.123456789), value_text(True)
     ('1234567', '0.123457', 'True')
+    >>> value_text({"ratio": [np.float64(2.5), np.int64(3)]})  # never np.float64(...) in a table
+    '{ratio: [2.5, 3]}'
     """
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(value_text(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {value_text(x)}" for k, x in v.items()) + "}"
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, float):

@@ -17,6 +17,7 @@ __all__ = [
     "ExecutorError",
     "ProtocolError",
     "ResourceError",
+    "ProtocolWarning",
 ]
 
 
@@ -117,4 +118,13 @@ class ResourceError(PrivsimError):
     >>> check_memory(Estimate(8 << 40, 1e6, 10), 6 << 30)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     privsim.errors.ResourceError: n, trials: this run needs about 8.0 TiB of memory (estimated), above the 6.0 GiB ...
+    """
+
+
+class ProtocolWarning(UserWarning):
+    """A protocol did something legal but almost certainly unintended (the run goes on).
+
+    For example a party that calls ``ctx.end_round()`` beyond the schedule's last round
+    (twice in a one-round protocol), or that returns without ever calling it. Turn it into
+    an error with ``python -W error::privsim.errors.ProtocolWarning`` while writing a protocol.
     """

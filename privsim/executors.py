@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import signal
+import tempfile
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, ProcessPoolExecutor
@@ -254,6 +256,7 @@ class DaskExecutor(Executor):
             raise ParameterError("executor dask needs dask.distributed (pip install 'dask[distributed]')") from None
         self.retries = retries
         self._cluster = None
+        self._scratch: str | None = None
         import dask
 
         # Dask's nannies start workers with MALLOC_TRIM_THRESHOLD_ set, which turns off
@@ -271,10 +274,13 @@ class DaskExecutor(Executor):
             if scheduler:
                 self._client = Client(scheduler, timeout="20s")
             else:
-                with dask.config.set(self._cluster_config):
+                # The workers' scratch space in a folder of our own, removed on close (Dask
+                # would leave dask-scratch-space behind in TMPDIR).
+                self._scratch = tempfile.mkdtemp(prefix="privsim-dask-")
+                with dask.config.set({**self._cluster_config, "temporary-directory": self._scratch}):
                     self._cluster = LocalCluster(n_workers=self._cluster_workers,
                                                  threads_per_worker=1, processes=True, host="127.0.0.1",
-                                                 dashboard_address=None)
+                                                 dashboard_address=None, local_directory=self._scratch)
                 # Results come straight from the workers, not relayed by the scheduler
                 # (which, in this process too, would receive and send every byte again).
                 self._client = Client(self._cluster, direct_to_workers=True)
@@ -358,9 +364,13 @@ class DaskExecutor(Executor):
             pass
 
     def close(self) -> None:
-        self._client.close()
-        if self._cluster is not None:
-            self._cluster.close()
+        try:
+            self._client.close()
+            if self._cluster is not None:
+                self._cluster.close()
+        finally:
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
 
 
 def get_executor(kind: str | Executor | None = "local", *, scheduler: str | None = None,

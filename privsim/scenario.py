@@ -122,6 +122,8 @@ def _read_toml(p: Path) -> dict[str, Any]:
         return tomllib.loads(read_scenario_text(p))
     except tomllib.TOMLDecodeError as exc:
         raise ParameterError(f"{p}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ParameterError(f"{p}: arrays nested too deeply (a party's input has at most a few axes)") from None
 
 
 def parse_params(items: list[str] | None) -> dict[str, str]:
@@ -201,6 +203,8 @@ def _json_list(text: str) -> list:
 
     try:
         value = json.loads(text)
+    except RecursionError:
+        raise InputError("inputs: the list is nested too deeply (a party's input has at most a few axes)") from None
     except json.JSONDecodeError:
         value = None
     if not isinstance(value, list):

@@ -8,6 +8,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from _fast_audit import fast_audit
 
 from privsim import InputError, ParameterError
 from privsim.analysis.audit import audit, plan_audit_batches
@@ -19,10 +20,19 @@ LN2 = math.log(2)
 
 
 def test_power_randomized_response_at_a_million_trials():
-    r = audit(RandomizedResponse(epsilon=1.0), X8, coalition="C", neighbor=3, trials=10**6, seed=11)
+    r = fast_audit(RandomizedResponse(epsilon=1.0), X8, coalition="C", neighbor=3, trials=10**6, seed=11)
     assert r.epsilon_lower >= 0.675
     assert r.epsilon_claimed == 1.0 and not r.violated
     assert "msg r1 3->C" in r.event
+
+
+def test_fast_audit_is_the_default_audit_bit_for_bit():
+    # tests/_fast_audit.py: larger batches over the same selection and estimation trials.
+    for proto, coalition, neighbor in ((RandomizedResponse(epsilon=1.0), "C", 1),
+                                       (RandomizedResponseDistributed(epsilon=1.0), "0,2", 5)):
+        want = audit(proto, X8, coalition=coalition, neighbor=neighbor, trials=20_000, seed=7)
+        got = fast_audit(proto, X8, coalition=coalition, neighbor=neighbor, trials=20_000, seed=7)
+        assert got.to_dict() == want.to_dict()
 
 
 def test_soundness_fifty_audits_rarely_exceed_the_true_loss():
@@ -31,24 +41,24 @@ def test_soundness_fifty_audits_rarely_exceed_the_true_loss():
     # bounds are conservative, so more than 7 means the audit is not sound.
     exceed = 0
     for seed in range(50):
-        r = audit(RandomizedResponse(epsilon=1.0), X8, coalition="C", neighbor=1, trials=20_000, seed=1000 + seed)
+        r = fast_audit(RandomizedResponse(epsilon=1.0), X8, coalition="C", neighbor=1, trials=20_000, seed=1000 + seed)
         exceed += r.epsilon_lower > LN2
     assert exceed <= 7
 
 
 def test_distributed_rr_coalition_of_the_collector():
-    r = audit(RandomizedResponseDistributed(epsilon=1.0), X8, coalition="0,2", neighbor=5, trials=200_000, seed=3)
+    r = fast_audit(RandomizedResponseDistributed(epsilon=1.0), X8, coalition="0,2", neighbor=5, trials=200_000, seed=3)
     assert 0.6 < r.epsilon_lower and not r.violated
 
 
 def test_deliberate_leak_is_caught():
-    r = audit(get_protocol("leaky-rr", leak=0.01), X8, coalition="C", neighbor=1, trials=10**6, seed=5)
+    r = fast_audit(get_protocol("leaky-rr", leak=0.01), X8, coalition="C", neighbor=1, trials=10**6, seed=5)
     assert r.violated and r.epsilon_lower > 3
 
 
 def test_no_leak_without_the_neighbour_message():
     # The coalition {2} in the local protocol sees nothing of party 1: no loss can be certified.
-    r = audit(RandomizedResponse(epsilon=1.0), X8, coalition="2", neighbor=1, trials=50_000, seed=2)
+    r = fast_audit(RandomizedResponse(epsilon=1.0), X8, coalition="2", neighbor=1, trials=50_000, seed=2)
     assert r.epsilon_lower < 0.1
 
 

@@ -9,6 +9,7 @@ import math
 import dp_accounting
 import numpy as np
 import pytest
+from _fast_audit import fast_audit
 from dp_accounting import rdp
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -134,7 +135,7 @@ def test_true_approx_claim_is_not_violated_at_its_delta():
     assert accounting.gaussian_delta(1.0, 1.2) < 0.1
     proto = LocalGaussian()
     assert default_delta(proto, "C", 2, 1) == 0.1
-    res = privsim.audit(proto, [0, 1], coalition="C", neighbor=1, trials=100_000, seed=1)
+    res = fast_audit(proto, [0, 1], coalition="C", neighbor=1, trials=100_000, seed=1)
     assert res.delta == 0.1 and res.delta_claimed == 0.1 and res.violated is False
     assert res.claim == {"measure": "approx", "epsilon": 1.2, "delta": 0.1}
     assert res.epsilon_lower > 0.5  # the audit did find most of the loss
@@ -151,7 +152,7 @@ def test_false_approx_claim_is_violated():
     # sigma = 2.42 is (1.6, 1e-5)-DP at best, not (1, 1e-5).
     assert accounting.gaussian_epsilon(2.42, 1e-5) > 1.5
     proto = LocalGaussian(sigma=2.42, epsilon=1.0, delta=1e-5)
-    res = privsim.audit(proto, [0, 1], coalition="C", neighbor=1, trials=10**6, seed=2)
+    res = fast_audit(proto, [0, 1], coalition="C", neighbor=1, trials=10**6, seed=2)
     assert res.delta == 1e-5 and res.violated is True and res.epsilon_lower > 1.0
     assert res.epsilon_lower <= accounting.gaussian_epsilon(2.42, 1e-5)
 
@@ -240,7 +241,7 @@ def test_public_sees_only_what_is_published():
 
 def test_audit_of_public_against_the_release_claim():
     proto = get_protocol("central-laplace", epsilon=1.0)
-    res = privsim.audit(proto, [0, 1, 1, 0], coalition="public", neighbor=1, trials=200_000, seed=4)
+    res = fast_audit(proto, [0, 1, 1, 0], coalition="public", neighbor=1, trials=200_000, seed=4)
     assert res.coalition == ["public"] and res.epsilon_claimed == 1.0 and res.violated is False
     assert 0.8 < res.epsilon_lower <= 1.0
 

@@ -50,6 +50,9 @@ def _save(fig: Any, path: str) -> None:
     TEMP_FILES.add(tmp)
     try:
         fig.savefig(tmp, dpi=120)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 is for the temporary; the figure is the user's
         os.replace(tmp, path)
     finally:
         TEMP_FILES.discard(tmp)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import trio
 
-from privsim.errors import DeadlockError, ScheduleViolation
+from privsim.errors import DeadlockError, ProtocolWarning, ScheduleViolation
 from privsim.network.messages import Inbox, Outbox, message_bits, recorded_round
 from privsim.network.schedule import Schedule, sort_ids
 
@@ -104,6 +104,8 @@ class SyncNetwork:
         self._arrived = 0
         self._waiting: set[int | str] = set()
         self._done: set[int | str] = set()
+        self._ended: set[int | str] = set()  # parties that called end_round at least once
+        self._warned: set[str] = set()  # the ProtocolWarnings given in this run (each once)
         self._lot = trio.lowlevel.ParkingLot()
         self._inboxes: dict[int | str, Inbox] = {}
         self._on_round = on_round
@@ -118,6 +120,7 @@ class SyncNetwork:
     # ------------------------------------------------------------------ barrier
     async def end_round(self, pid: int | str) -> Inbox:
         """Called by ``ctx.end_round()``: wait for the barrier, return ``pid``'s inbox."""
+        self._ended.add(pid)
         self._arrived += 1
         if self._arrived == self._live:
             self._complete_round()
@@ -135,6 +138,10 @@ class SyncNetwork:
 
     def depart(self, pid: int | str) -> None:
         """Called when a party routine returns: it takes part in no later round."""
+        if pid not in self._ended and self.schedule.rounds and "never" not in self._warned:
+            self._warned.add("never")
+            _warn(f"party {pid} returned without calling end_round(): what it sent goes out only "
+                  "because every party has finished; await ctx.end_round() after sending")
         self._done.add(pid)
         self._live -= 1
         if self._live and self._arrived == self._live:
@@ -144,6 +151,15 @@ class SyncNetwork:
 
     def _complete_round(self) -> None:
         r = self.round
+        ending = [p for p in self._ids if p not in self._done] if r > self.schedule.rounds and self._done else []
+        if ending and "extra" not in self._warned:
+            # A round past the schedule that some parties ended while others had finished
+            # (whatever order trio ran them in, the finished ones are those that did not end it).
+            self._warned.add("extra")
+            who = sort_ids(ending)[0]
+            _warn(f"party {who} called end_round() for round {r}, after the schedule's last round "
+                  f"({self.schedule.rounds}) while other parties had finished: one end_round() per round "
+                  "(a second call ends a round nobody takes part in)")
         expected = self.schedule.senders_in(r)
         keep = self.record
         trials = self.trials
@@ -218,3 +234,9 @@ class SyncNetwork:
                 f"round {self.round}: part{'ies' if len(stuck) > 1 else 'y'} "
                 f"{', '.join(map(str, stuck[:8]))}{' ...' if len(stuck) > 8 else ''} never finished the "
                 "round (they wait on something other than end_round)")
+
+
+def _warn(message: str) -> None:
+    import warnings
+
+    warnings.warn(message, ProtocolWarning, stacklevel=3)

@@ -209,21 +209,29 @@ def _who(pid: int | str) -> str:
     return "the curator" if pid == CURATOR else f"party {pid}"
 
 
+#: The dtype kinds a message or output may have: those the TCP transport carries.
+_KINDS = frozenset("biufc")
+
+
 def _check_trial_value(ctx: PartyContext, value: Any, to: Any = None) -> None:
     """A message (to ``to``) or an output (``to=None``) carries the leading trial axis
     (tuples/lists: each part); otherwise a one-line :class:`PartyFailure`."""
-    if type(value) is np.ndarray and value.ndim and value.shape[0] == ctx.trials:
+    if type(value) is np.ndarray and value.ndim and value.shape[0] == ctx.trials and value.dtype.kind in _KINDS:
         return  # the fast path of every message
     if isinstance(value, (tuple, list)) and value:
         for part in value:
             _check_trial_value(ctx, part, to)
         return
     arr = value if isinstance(value, np.ndarray) else None
+    what = "output" if to is None else f"message to {_who(to)}"
+    if arr is not None and arr.dtype.kind not in _KINDS:
+        # Refused here as over TCP (privsim.transport.framing): the same protocol runs on both.
+        ctx._fail(f"{what} has dtype {arr.dtype}", "a numeric or boolean array (bool, int, uint, float, complex)",
+                  f"dtype {arr.dtype}")
     if arr is not None and arr.ndim and arr.shape[0] == ctx.trials:
         return  # an ndarray subclass
     got = (f"shape {arr.shape}" if arr is not None and arr.ndim else
            f"a scalar {type(value).__name__}" if np.ndim(value) == 0 else f"a {type(value).__name__}")
-    what = "output" if to is None else f"message to {_who(to)}"
     ctx._fail(f"{what} has no trial axis of length {ctx.trials}",
               f"an array of shape (trials={ctx.trials}, ...); ctx.full(v) repeats a constant", got)
 

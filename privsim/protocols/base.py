@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -184,6 +185,10 @@ class Param:
         if self.type in (int, float):
             if isinstance(value, float) and not math.isfinite(value):
                 raise ParameterError(f"{name} must be finite (got {value})")
+            if isinstance(value, float) and 0 < abs(value) < sys.float_info.min:
+                # Subnormal: no noise scale, log or reciprocal of it is computed accurately.
+                raise ParameterError(f"{name} = {value!r} is too small to compute with (below "
+                                     f"{sys.float_info.min:.3g}, the smallest normal float)")
             self._check_power_range(value)
             for op, bound, sym in ((lambda a, b: a > b, self.gt, ">"), (lambda a, b: a >= b, self.ge, ">="),
                                    (lambda a, b: a < b, self.lt, "<"), (lambda a, b: a <= b, self.le, "<=")):
@@ -270,6 +275,12 @@ class Protocol:
                 if isinstance(v, Param):
                     merged[k] = v
         cls.params = merged
+        for k, v in vars(cls).items():  # a default outside its own bound fails here, not in round 1
+            if isinstance(v, Param) and v.default is not REQUIRED and v.default is not None:
+                try:
+                    v.convert(v.default)
+                except ParameterError as exc:
+                    raise ParameterError(f"{cls.__name__}.{k}: its default is not allowed: {exc}") from None
 
     def __init__(self, **params: Any) -> None:
         unknown = sorted(set(params) - set(self.params))

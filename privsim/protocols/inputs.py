@@ -39,6 +39,11 @@ def prepare_inputs(protocol: Protocol, inputs: Any, trials: int, n: int | None =
             bad = np.argwhere(~np.isfinite(arr) | (arr != np.round(arr)))[0]
             raise InputError(f"inputs: {protocol.name} takes integer inputs; got {arr[tuple(bad)].item()!r} "
                              f"at index {tuple(int(i) for i in bad)}")
+        info = np.iinfo(target)
+        if arr.size and not (info.min <= arr.min() and arr.max() < 2.0 ** (info.bits - (target.kind == "i"))):
+            bad = np.argwhere((arr < info.min) | (arr >= 2.0 ** (info.bits - (target.kind == "i"))))[0]
+            raise InputError(f"inputs: {arr[tuple(bad)].item()!r} at index {tuple(int(i) for i in bad)} does not "
+                             f"fit {target} (allowed: {info.min} .. {info.max})")
     arr = arr.astype(target)
     if arr.ndim == len(shape) + 1:
         if tuple(arr.shape[1:]) != tuple(shape):

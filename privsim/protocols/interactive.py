@@ -93,7 +93,7 @@ class InteractiveRR(Protocol):
         bad = (inputs < 0) | (inputs >= self.domain)
         if bad.any():
             idx = np.argwhere(bad)[0]
-            raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)]!r}, outside the domain "
+            raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)].item()!r}, outside the domain "
                              f"0..{self.domain - 1}")
         return inputs
 

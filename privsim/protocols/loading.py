@@ -38,7 +38,7 @@ from typing import Any, NoReturn
 from privsim.errors import ParameterError
 from privsim.protocols.base import Protocol
 
-__all__ = ["ENTRY_POINT_GROUP", "PluginInfo", "ProtocolLoadError", "absolute_reference", "is_reference",
+__all__ = ["ENTRY_POINT_GROUP", "PluginInfo", "ProtocolLoadError", "absolute_reference", "file_of", "is_reference",
            "load_reference", "plugins", "plugin_class"]
 
 #: The entry-point group plugins declare their protocols in.
@@ -117,6 +117,8 @@ _FILES: dict[tuple[str, float], ModuleType] = {}
 def _import_file(spec: str, path: Path) -> ModuleType:
     if not path.is_file():
         raise ProtocolLoadError(f"--protocol {spec}: file {path} does not exist")
+    if path.suffix != ".py":
+        raise ProtocolLoadError(f"--protocol {spec}: {path} is not a Python file (expected FILE.py:ClassName)")
     path = path.resolve()
     key = (str(path), path.stat().st_mtime)
     if key in _FILES:  # run, views and audit in one process load the file once
@@ -126,17 +128,50 @@ def _import_file(spec: str, path: Path) -> ModuleType:
     loader_spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(loader_spec)  # type: ignore[arg-type]
     sys.modules[name] = module  # dataclasses and pickling look classes' modules up here
+    folder = str(path.parent)
+    if folder not in sys.path:  # as `python FILE.py` would: the file can import modules beside it
+        sys.path.insert(0, folder)
+    before = set(sys.modules)
     try:
         loader_spec.loader.exec_module(module)  # type: ignore[union-attr]
-    except Exception as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # a file's own exit or Ctrl-C is its failure
         del sys.modules[name]
         raise ProtocolLoadError(f"--protocol {spec}: {path.name} failed to import: {_where_failed(exc, path)}"
                                 ) from None
     import cloudpickle
 
-    cloudpickle.register_pickle_by_value(module)  # workers receive the class itself (see the module doc)
+    # Workers receive the class itself (see the module doc), and the modules beside it
+    # that it imported, which they could not import from a folder they may not see.
+    for other in [module, *_siblings(set(sys.modules) - before, path.parent)]:
+        cloudpickle.register_pickle_by_value(other)
     _FILES[key] = module
     return module
+
+
+def file_of(cls: type) -> str | None:
+    """The file a class was loaded from by a ``FILE.py:Class`` reference, else None.
+
+    >>> from privsim.protocols import RandomizedResponse
+    >>> file_of(RandomizedResponse) is None
+    True
+    """
+    for (file, _), module in _FILES.items():
+        if sys.modules.get(cls.__module__) is module:
+            return file
+    return None
+
+
+def _siblings(names: set[str], folder: Path) -> list[ModuleType]:
+    found = []
+    for name in sorted(names):
+        mod = sys.modules.get(name)
+        file = getattr(mod, "__file__", None)
+        if mod is None or "." in name or not file:
+            continue
+        file_path = Path(file).resolve()  # a module or a package right beside it, not a venv below it
+        if file_path.parent == folder or (file_path.name == "__init__.py" and file_path.parent.parent == folder):
+            found.append(mod)
+    return found
 
 
 def _where_failed(exc: BaseException, path: Path) -> str:
@@ -144,8 +179,11 @@ def _where_failed(exc: BaseException, path: Path) -> str:
     if isinstance(exc, SyntaxError) and exc.lineno is not None:
         return f"SyntaxError: {exc.msg} (line {exc.lineno})"
     lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
-    message = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {message}" + (f" (line {lines[-1]})" if lines else "")
+    if isinstance(exc, SystemExit):
+        where = f" (line {lines[-1]})" if lines else ""
+        return f"it called sys.exit({exc.code!r}){where}; a protocol file must not exit"
+    message = f": {str(exc).splitlines()[0]}" if str(exc) else ""
+    return f"{type(exc).__name__}{message}" + (f" (line {lines[-1]})" if lines else "")
 
 
 # ------------------------------------------------------------------ modules

@@ -188,7 +188,7 @@ class IntegerInputs(Protocol):
         bad = (inputs < 0) | (inputs > self.max_input)
         if bad.any():
             idx = np.argwhere(bad)[0]
-            raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)]!r}, outside the domain "
+            raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)].item()!r}, outside the domain "
                              f"of integers in [0, {self.max_input}] (max_input)")
         return inputs
 
@@ -497,7 +497,8 @@ class SecureSum(DistributedNoiseSum):
             partial = seal(reconstruct_unchecked(np.stack([shares[:, me], *inbox.values()], axis=-1), q))
             if me != 0:
                 ctx.send(0, partial, bits=bits)
-            inbox = await ctx.end_round()
+            # With t = 0 and no broadcast, round 1 was the last one: nothing more arrives.
+            inbox = await ctx.end_round() if t or self.broadcast else {}
             if me == 0:
                 total = reconstruct(np.stack([partial, *inbox.values()], axis=-1), q)
         elif self.broadcast:

@@ -152,7 +152,7 @@ class ShuffleSum(Protocol):
         bad = ~np.isfinite(inputs) | (inputs < 0) | (inputs > 1)
         if bad.any():
             idx = np.argwhere(bad)[0]
-            raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)]!r}, outside the domain of reals "
+            raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)].item()!r}, outside the domain of reals "
                              "in [0, 1]")
         return inputs
 

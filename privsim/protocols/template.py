@@ -127,7 +127,17 @@ def write_template(name: str, folder: str | Path = ".", force: bool = False) -> 
     existing = [str(p) for p in paths if p.exists()]
     if existing and not force:
         raise ParameterError(f"new-protocol: {existing[0]} exists (expected a new file; --force overwrites)")
-    folder.mkdir(parents=True, exist_ok=True)
-    paths[0].write_text(protocol_template(name))
-    paths[1].write_text(scenario_template(name))
+    if folder.exists() and not folder.is_dir():
+        raise ParameterError(f"new-protocol: --dir {folder} is a file (expected a folder to write into)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        texts = (protocol_template(name), scenario_template(name))
+        for path, text in zip(paths, texts):
+            path.write_text(text)
+    except OSError as exc:
+        for path in paths:  # nothing half-written
+            if not existing and path.exists():
+                path.unlink()
+        raise ParameterError(f"new-protocol: cannot write into --dir {folder} ({exc.strerror}; expected a "
+                             "writable folder)") from None
     return paths

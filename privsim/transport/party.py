@@ -22,13 +22,14 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import trio
 
 from privsim import errors
-from privsim.errors import PartyFailure, PrivsimError
+from privsim.errors import ParameterError, PartyFailure, PrivsimError
 from privsim.network.messages import Inbox
 from privsim.network.schedule import CURATOR, Schedule, id_key, parse_party
 from privsim.parties.context import PartyContext
@@ -303,6 +304,27 @@ def _start_barrier(fds: str) -> None:
     os.close(go)
 
 
+def _check_run(cfg: PeersConfig, result: str | None) -> None:
+    """Refuse, before any work, a run this party cannot afford or whose report it cannot write."""
+    from privsim import resources
+
+    # The run's floor (the trials' results, one batch of every party): a bound on this party's
+    # share; the trials alone first, so that an absurd count is refused without planning batches.
+    limit = resources.available_memory()
+    resources.check_memory(resources.Estimate(resources.BASE_BYTES + cfg.trials * resources.TRIAL_BYTES, 0.0, 1),
+                           limit)
+    resources.check_memory(resources.floor_estimate(cfg.n, cfg.trials), limit)
+    if result is not None:
+        path = Path(result)
+        folder = path.parent
+        if path.is_dir():
+            raise ParameterError(f"--result: {result} is a folder (give a file name)")
+        if not folder.is_dir():
+            raise ParameterError(f"--result: folder {str(folder)!r} does not exist")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ParameterError(f"--result: folder {str(folder)!r} is not writable")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one party (``privsim party``); prints a one-line JSON summary, returns the exit code.
 
@@ -320,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         me = parse_party(args.id, cfg.n, True)
         if me not in cfg.addresses:
             raise PrivsimError(f"--id: party {me} has no address in {args.peers}")
+        _check_run(cfg, args.result)
         cfg.build()  # imports the protocol's module before the start barrier
     except PrivsimError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -27,6 +27,7 @@ import numpy as np
 from privsim.errors import ParameterError, PrivsimError
 from privsim.network.schedule import CURATOR
 from privsim.protocols import REGISTRY, Protocol, get_protocol
+from privsim.protocols.loading import file_of, load_reference
 from privsim.transport.framing import MAX_PAYLOAD, decode_value, encode_value
 
 __all__ = ["DEFAULT_TIMEOUT", "PeersConfig", "load_peers", "protocol_spec", "build_protocol"]
@@ -46,6 +47,9 @@ def protocol_spec(protocol: Protocol) -> str:
     cls = type(protocol)
     if protocol.name and REGISTRY.get(protocol.name) is cls:
         return protocol.name
+    source = file_of(cls)
+    if source is not None:  # loaded from FILE.py: the party loads the same file (on its host, same path)
+        return f"{source}:{cls.__qualname__}"
     if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
         raise ParameterError(f"transport: protocol class {cls.__qualname__} must be importable by its module "
                              f"(defined at the top level of a module, not in {cls.__module__})")
@@ -60,7 +64,10 @@ def build_protocol(spec: str, params: dict[str, Any]) -> Protocol:
     """
     if ":" not in spec:
         return get_protocol(spec, **params)
-    module, _, name = spec.partition(":")
+    module, _, name = spec.rpartition(":")
+    if module.endswith(".py"):
+        cls = load_reference(spec)
+        return cls(**params)
     try:
         cls = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
@@ -183,9 +190,14 @@ def load_peers(path: str | Path) -> PeersConfig:
     p = Path(path)
     try:
         text = p.read_text()
+        mode = p.stat().st_mode
     except OSError as exc:
         raise ParameterError(f"peers file {str(p)!r} cannot be read ({exc.strerror})") from None
-    return PeersConfig.from_json(text, source=str(p))
+    cfg = PeersConfig.from_json(text, source=str(p))
+    if mode & 0o077:  # checked after parsing, so a malformed file reports what is wrong with it first
+        raise ParameterError(f"{p}: the peers file holds the run's key but is readable by others (mode "
+                             f"{oct(mode & 0o777)[2:]}); run chmod 600 {p}")
+    return cfg
 
 
 def _int_id(text: str, n: int, source: str) -> int:
