@@ -213,9 +213,10 @@ class Privacy:
         lo = -1.0
         while f(lo) <= 0.0:
             lo *= 2.0
-        from scipy import optimize
+        from privsim.mechanisms._roots import safe_root
 
-        return math.exp(optimize.brentq(f, lo, math.log1p(-1e-15), xtol=1e-12))
+        # the claimed delta must not sit below the true one: the safe side is the larger delta
+        return math.exp(safe_root(f, lo, math.log1p(-1e-15), safe="hi", xtol=1e-12))
 
     def to_dict(self) -> dict[str, Any]:
         """The claim for JSON: measure, its values, and the assumption and paper claim if any.

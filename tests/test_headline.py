@@ -83,9 +83,11 @@ def test_every_sum_protocol_is_on_the_map(study):
         shuffle = headline_module.PROTOCOLS["shuffle_rr"].build(1.0, n)
         p = shuffle.p
         k2, k4 = n * p * (1 - p), n * p * (1 - p) * (1 - 6 * p * (1 - p))
-        mu = SecureSum(noise="skellam", epsilon=1.0, delta=1e-6).family.mu * n / (n - t)
+        sk = SecureSum(noise="skellam", epsilon=1.0, delta=1e-6)
+        s = sk.units(n, t)  # the sum is Sk(M) on the grid Z / s: variance M/s^2, mu4 (M + 3 M^2)/s^4
+        M = sk.family_for(n, t).mu * n / (n - t)
         for key, var, mu4 in (("central", 2.0, 24.0),
-                              ("secure_sum_skellam", mu, mu + 3 * mu**2),
+                              ("secure_sum_skellam", M / s**2, (M + 3 * M**2) / s**4),
                               ("shuffle_rr", k2 / (2 * p - 1) ** 2, (k4 + 3 * k2**2) / (2 * p - 1) ** 4)):
             assert study[key]["rmse_theory"][i] == pytest.approx(math.sqrt(var), rel=1e-9)
             assert abs(study[key]["rmse"][i] ** 2 - var) < 5 * math.sqrt((mu4 - var**2) / r), key

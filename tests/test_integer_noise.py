@@ -178,7 +178,7 @@ def test_skellam_epsilon_is_sound_and_near_the_gaussian(mu):
 @pytest.mark.parametrize("cls", [SecureSum, CKSum])
 def test_discrete_gaussian_total_is_the_sum_of_n_discrete_gaussians(cls):
     n, t = 12, 3
-    proto = cls(noise="discrete-gaussian", rho=0.05)
+    proto = cls(noise="discrete-gaussian", rho=0.05, granularity=1.0)  # on the integers (the grid: Z/s)
     s2 = proto.family.local_sigma2(n - t)
     res = privsim.simulate(proto, np.zeros(n, dtype=int), trials=20000, seed=3, t=t, record=False)
     err = res.error.astype(np.int64)
@@ -196,7 +196,7 @@ def test_discrete_gaussian_total_is_the_sum_of_n_discrete_gaussians(cls):
 @pytest.mark.parametrize("cls", [SecureSum, CKSum])
 def test_skellam_total_is_exactly_skellam_with_variance_mu_n_over_m(cls):
     n, t = 12, 3
-    proto = cls(noise="skellam", epsilon=1.0, delta=1e-6)
+    proto = cls(noise="skellam", epsilon=1.0, delta=1e-6, granularity=1.0)  # on the integers
     mu = proto.family.mu
     x = np.arange(n) % 2
     res = privsim.simulate(proto, x, trials=20000, seed=4, t=t, record=False)
@@ -210,7 +210,7 @@ def test_skellam_total_is_exactly_skellam_with_variance_mu_n_over_m(cls):
 
 def test_integer_claims_per_coalition():
     n, t = 20, 4
-    dg = SecureSum(noise="discrete-gaussian", rho=0.05, delta=1e-6)
+    dg = SecureSum(noise="discrete-gaussian", rho=0.05, delta=1e-6, granularity=1.0)  # on the integers
     full = dg.privacy([0, 1, 2, 3], n, t)       # |T| = t: the calibrated rho, by KLS21
     assert full.measure == "zcdp" and full.rho == pytest.approx(0.05, rel=1e-9) and full.paper is None
     one = dg.privacy([0], n, t)                 # 19 honest shares: a smaller rho, the blanket one as paper
@@ -218,7 +218,7 @@ def test_integer_claims_per_coalition():
     assert one.rho == pytest.approx(min(ddg_rho(s2, j) for j in range(16, 20)), rel=1e-12)
     assert one.rho < 0.05 and one.paper.rho == pytest.approx(0.05, rel=1e-9)
     assert dg.privacy([1], n, t) == privsim.Privacy(0.0) and dg.privacy(list(range(5)), n, t) is None
-    sk = SecureSum(noise="skellam", epsilon=0.8, delta=1e-5)
+    sk = SecureSum(noise="skellam", epsilon=0.8, delta=1e-5, granularity=1.0)
     assert sk.privacy([0, 1, 2, 3], n, t).epsilon == pytest.approx(0.8, rel=1e-6)
     one = sk.privacy([0], n, t)
     assert one.epsilon == pytest.approx(skellam_epsilon(sk.family.mu * 19 / 16, 1e-5), rel=1e-12)
@@ -229,8 +229,8 @@ def test_integer_claims_per_coalition():
 
 def test_integer_noise_never_wraps_and_the_modulus_follows_the_tail_bound():
     n, t = 30, 2
-    for proto in (SecureSum(noise="skellam", epsilon=0.05, delta=1e-3),
-                  SecureSum(noise="discrete-gaussian", rho=0.001)):
+    for proto in (SecureSum(noise="skellam", epsilon=0.05, delta=1e-3, granularity=1.0),
+                  SecureSum(noise="discrete-gaussian", rho=0.001, granularity=1.0)):
         q = proto.modulus_for(n, t)
         bound = proto.family.tail_bound(n - t, n, 40)
         assert q > 2 * (n + bound) and q <= 4 * (n + bound) + 2 and proto.scale == 1

@@ -24,6 +24,7 @@ import numpy as np
 from scipy import optimize, special
 
 from privsim.mechanisms._checks import positive, probability
+from privsim.mechanisms._roots import safe_root
 
 __all__ = [
     "pure_dp_to_zcdp",
@@ -183,8 +184,8 @@ def approx_dp_to_zcdp(epsilon: float, delta: float, *, tight: bool = False) -> f
     lo, hi = rho_simple, 2.0 * rho_simple  # tight <= simple, so rho_tight >= rho_simple
     while zcdp_to_approx_dp_tight(hi, delta) < epsilon:
         lo, hi = hi, 2.0 * hi
-    return float(optimize.brentq(lambda r: zcdp_to_approx_dp_tight(r, delta) - epsilon,
-                                 lo, hi, xtol=1e-15, rtol=1e-13))
+    return safe_root(lambda r: zcdp_to_approx_dp_tight(r, delta) - epsilon,
+                     lo, hi, safe="lo", xtol=1e-15, rtol=1e-13)
 
 
 def gaussian_rho(sigma: float, sensitivity: float = 1.0) -> float:
@@ -311,8 +312,8 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> fl
     lo, hi = 0.0, 1.0
     while _log_gaussian_delta(mu, hi) > log_delta:  # delta(eps) decreases in eps
         lo, hi = hi, 2.0 * hi
-    return float(optimize.brentq(lambda e: _log_gaussian_delta(mu, e) - log_delta,
-                                 lo, hi, xtol=1e-14, rtol=1e-14))
+    return safe_root(lambda e: _log_gaussian_delta(mu, e) - log_delta,
+                     lo, hi, safe="hi", xtol=1e-14, rtol=1e-14)
 
 
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -355,5 +356,5 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
         lo, hi = 2.0 * lo - 1.0, lo
     while excess(hi) > 0:
         lo, hi = hi, 2.0 * hi + 1.0
-    log_sigma = optimize.brentq(excess, lo, hi, xtol=1e-14, rtol=1e-14)
+    log_sigma = safe_root(excess, lo, hi, safe="hi", xtol=1e-14, rtol=1e-14)
     return sensitivity * math.exp(log_sigma)

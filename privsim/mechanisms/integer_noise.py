@@ -44,10 +44,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, stats
+from scipy import stats
 
 from privsim.errors import ParameterError
 from privsim.mechanisms import _checks
+from privsim.mechanisms._roots import safe_root
 
 __all__ = [
     "discrete_gaussian_pmf",
@@ -412,8 +413,8 @@ def ddg_sigma_for_rho(rho: float, clients: int, sensitivity: float = 1.0) -> flo
     hi = max(1.0, sensitivity**2 / (2.0 * rho * clients))
     while ddg_rho(hi, clients, sensitivity) > rho:  # rho decreases in sigma2
         hi *= 2.0
-    return float(optimize.brentq(lambda s: ddg_rho(s, clients, sensitivity) - rho, 0.25, hi,
-                                 xtol=1e-14, rtol=1e-13))
+    return safe_root(lambda s: ddg_rho(s, clients, sensitivity) - rho, 0.25, hi, safe="hi",
+                     xtol=1e-14, rtol=1e-13)
 
 
 def skellam_share(rng: np.random.Generator, variance: float, size: Any = ()) -> NDArray[np.int64]:
@@ -494,7 +495,7 @@ def skellam_tail_bound(variance: float, failure_log2: int = 40) -> int:
     hi = 1.0
     while rate(hi) < 0:
         hi *= 2.0
-    chernoff = int(math.ceil(optimize.brentq(rate, 0.0, hi, xtol=1e-9)))
+    chernoff = int(math.ceil(safe_root(lambda b: -rate(b), 0.0, hi, safe="hi", xtol=1e-9)))
     return min(chernoff, int(stats.poisson.isf(2.0 ** -(f + 1), mu / 2.0)))
 
 
@@ -606,5 +607,5 @@ def skellam_variance_for(epsilon: float, delta: float, sensitivity: float = 1.0)
     lo, hi = 1e-3, 1.0
     while skellam_epsilon(hi, delta, sensitivity) > epsilon:  # epsilon decreases in mu
         lo, hi = hi, 2.0 * hi
-    return float(optimize.brentq(lambda v: skellam_epsilon(v, delta, sensitivity) - epsilon, lo, hi,
-                                 xtol=1e-12, rtol=1e-12))
+    return safe_root(lambda v: skellam_epsilon(v, delta, sensitivity) - epsilon, lo, hi, safe="hi",
+                     xtol=1e-12, rtol=1e-12)

@@ -77,9 +77,10 @@ from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special, stats
 
 from privsim.mechanisms import _checks
+from privsim.mechanisms._roots import safe_root
 
 __all__ = [
     "SPLIT_MIX_WINDOW",
@@ -197,7 +198,7 @@ def _smallest_epsilon(delta_of: Callable[[float], float], delta: float, cap: flo
         return 0.0
     if delta_of(cap) > delta:
         return cap
-    return float(optimize.brentq(lambda e: delta_of(e) - delta, 0.0, cap, xtol=1e-10, rtol=1e-10))
+    return safe_root(lambda e: delta_of(e) - delta, 0.0, cap, safe="hi", xtol=1e-10, rtol=1e-10)
 
 
 @lru_cache(maxsize=256)
@@ -402,7 +403,7 @@ def fmt_local_epsilon(epsilon: float, delta: float, n: int) -> float:
         return hi
     if excess(epsilon * (1 + 1e-9)) > 0:
         return epsilon
-    return float(optimize.brentq(excess, epsilon * (1 + 1e-9), hi, xtol=1e-8, rtol=1e-8))
+    return safe_root(excess, epsilon * (1 + 1e-9), hi, safe="lo", xtol=1e-8, rtol=1e-8)
 
 
 # ---------------------------------------------------------------------------------------
@@ -427,7 +428,9 @@ def _log_chi2_table(h: int, m: int, q: int) -> np.ndarray:
     near, worst = np.arange(1, W + 1), -np.inf         # worst: max log chi_i so far
     with np.errstate(divide="ignore"):
         for k in range(2, h + 1):
-            far = k > 2 * W + 1
+            # at m = 2 the skipped terms' bound C(k, W)^(2-m) does not shrink and compounds
+            # (to 10^179 or inf beyond about 129 parties): sum every term instead, O(h^2)
+            far = m != 2 and k > 2 * W + 1
             j = np.concatenate([near, k - near[::-1]]) if far else np.arange(1, k)
             i = k - j
             log_w = (lf[k - 1] + lf[k] - lf[k * m]) - lf[j - 1] - lf[j] - 2 * lf[i] + lf[j * m] + lf[i * m]
@@ -517,8 +520,11 @@ def split_mix_distance(parties: int, messages: int, q: int) -> float:
     >>> round(math.log2(2 * split_mix_distance(1000, 10, 2**32)), 1)  # between two inputs: 2^-29.6
     -29.6
     """
-    chi2 = split_mix_chi2(parties, messages, q)
-    return min(1.0, 0.5 * math.sqrt(chi2))
+    h, m, q = _split_mix_args(parties, messages, q)
+    if h == 1 or m == 1:
+        return min(1.0, 0.5 * math.sqrt(split_mix_chi2(h, m, q)))
+    # in logs: at m = 2 chi^2 is finite but far beyond a float (e^942 at h = 100), the bound 1
+    return min(1.0, 0.5 * math.exp(min(1.0, 0.5 * float(_log_chi2_table(h, m, q)[h]))))
 
 
 def split_mix_delta(epsilon: float, parties: int, messages: int, q: int) -> float:

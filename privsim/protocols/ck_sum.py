@@ -267,4 +267,4 @@ class CKSum(DistributedNoiseSum):
             else:
                 total = (await ctx.end_round())[plan.collector]
         if total is not None:
-            ctx.output(self.decode(total, q))
+            ctx.output(self.decode(total, q, self.units(ctx.n, ctx.t)))
