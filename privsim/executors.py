@@ -97,7 +97,11 @@ class _Submitted(Iterator[Any]):
         self._results, self._cancel = results, cancel
 
     def __next__(self) -> Any:
-        return next(self._results)
+        try:
+            return next(self._results)
+        except KeyboardInterrupt:  # Ctrl-C in a script: the running batches are not waited for
+            end_workers()
+            raise
 
     def close(self) -> None:
         self._results.close()
