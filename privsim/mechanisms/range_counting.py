@@ -53,8 +53,8 @@ from numpy.typing import ArrayLike, NDArray
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms import _checks
 from privsim.mechanisms._counter_noise import CounterNoise, counter_noise, sketch_scale
-from privsim.mechanisms.continual_kinds import TREE, sketch_noise_kind
 from privsim.mechanisms._seeding import SeedLike
+from privsim.mechanisms.continual_kinds import TREE, sketch_noise_kind
 from privsim.mechanisms.hashing import _spawn_seeds
 from privsim.mechanisms.sketch import SketchHashes, _scatter_add, _trial_count
 from privsim.mechanisms.tree import tree_height

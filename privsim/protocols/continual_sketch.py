@@ -74,9 +74,9 @@ from typing import Any
 import numpy as np
 
 from privsim.errors import InputError, ParameterError
-from privsim.mechanisms.continual_kinds import SKETCH_NOISE_KINDS, sketch_noise_kind
 from privsim.mechanisms._seeding import SeedLike
 from privsim.mechanisms.calibration import CALIBRATIONS
+from privsim.mechanisms.continual_kinds import SKETCH_NOISE_KINDS, sketch_noise_kind
 from privsim.mechanisms.join import REFRESH_MODES, TOUCHED_ASSUMPTION, JoinSizeEstimator
 from privsim.mechanisms.range_counting import RangeCounter, dyadic_boxes
 from privsim.network.schedule import CURATOR, Schedule
