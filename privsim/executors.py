@@ -17,9 +17,11 @@ presented as complete.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import signal
+import sys
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, ProcessPoolExecutor
@@ -165,6 +167,8 @@ def end_workers() -> None:
     Example: the ``privsim`` command's SIGINT/SIGTERM handler calls ``end_workers()``
     before it unwinds (see :func:`privsim.cli_support.interruptible`).
     """
+    if "distributed" in sys.modules:  # our LocalClusters' nannies would announce restarting the workers ended
+        logging.getLogger("distributed").setLevel(logging.ERROR)
     for ex in list(_LIVE):
         for pid in ex._worker_pids():  # type: ignore[attr-defined]
             try:

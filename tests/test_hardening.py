@@ -154,6 +154,15 @@ def _alive(pid: int) -> bool:
 _DONE = re.compile(rb"\s([1-9]\d*)/\d+\x1b\[0m (?:trials|batches)")  # the bar's count, once a batch is done
 
 
+def _left_running(pids: set[int], within: float = 10.0) -> list[int]:
+    """The processes of ``pids`` still running after ``within`` seconds (killed ones take a
+    moment to be reaped, and the pool's resource tracker to see its parent gone)."""
+    deadline = time.monotonic() + within
+    while (alive := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
 def _interrupt(args: list[str], tmp: Path, sig: int = signal.SIGINT) -> tuple[int, str, str, set[int], float]:
     """Start ``privsim ARGS --progress``, wait for the run's own started signal, send ``sig``.
 
@@ -211,7 +220,7 @@ def test_interrupt_stops_cleanly(tmp_path, command, executor, sig):
     assert len(lines) == 1 and re.fullmatch(r"interrupted after \d+ of \d+ batches", lines[0]), err
     if executor != "local":
         assert workers, "the executor's workers were not running"
-    assert not [p for p in workers if _alive(p)], "worker processes left behind"
+    assert not _left_running(workers), "worker processes left behind"
 
 
 _TCP_SCRIPT = """
@@ -248,7 +257,7 @@ def test_sigint_stops_the_tcp_api_while_parties_start(tmp_path):
         code, err = proc.wait(timeout=60), proc.stderr.read()  # type: ignore[union-attr]
         assert code == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), err
         assert len(parties) >= 9, "the party processes were not started"
-        assert not [p for p in parties if _alive(p)], "party processes left behind"
+        assert not _left_running(parties), "party processes left behind"
         assert _alive(own), "the script's own child process was ended"
     finally:
         os.kill(own, signal.SIGKILL)
