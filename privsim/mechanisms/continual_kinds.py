@@ -76,6 +76,13 @@ class ContinualNoise:
     lockstep:
         True if the sampler can keep many coordinates in lockstep (one draw per
         coordinate and read, :class:`~privsim.mechanisms.FastGaMe`).
+
+    Examples
+    --------
+    >>> kind = noise_kind("tree")
+    >>> s2 = kind.scale(16, 0.5)                 # (h + 2)/(8 rho) = 1.5
+    >>> s2, kind.loss(16, s2), kind.source(16, s2).variance
+    (1.5, 0.5, 7.5)
     """
 
     name: str = ""
