@@ -126,3 +126,36 @@ def test_absent_messages_are_counted_only_for_protocols_with_dropouts():
     assert summary["absent_messages"] == 18 and summary["messages"] == 8 * 7 + 7 * 8 and summary["rmse"] == 0
     assert "absent_messages" not in run_trials(privsim.protocols.get_protocol("secure-sum"), X8, trials=2,
                                                seed=1).summary()
+
+
+@pytest.mark.parametrize("k, t", [(4, 1), (2, 2)])  # t + 1 of the neighbours' shares; all neighbours' keys
+def test_the_audit_score_decodes_what_an_isolating_coalition_unmasks(k, t):
+    proto = SecAggPlus(k=k, noise="none")
+    n = 10
+    coalition, j = proto.isolating_coalition(n, t)
+    assert proto.isolated(coalition, n, t)[:1] == [j] and proto.privacy(coalition, n, t) is None
+    x = np.array(X8 + [0, 1])
+    x_prime = x.copy()
+    x_prime[j] = 1 - x[j]
+    res = privsim.simulate(proto, x, trials=4, seed=8, t=t, coalition=coalition)
+    view = res.view(coalition)
+    score = proto.make_audit_score(view.columns(), coalition, j, n, t, x, x_prime)
+    assert (score(view.to_array()) == 0.5).all()  # the coalition reads x_j exactly
+    other = next(("C", a, b) for a in range(n) for b in range(a + 1, n)
+                 if j not in (a, b) and not proto.isolated(("C", a, b), n, t))
+    assert proto.make_audit_score(view.columns(), other, j, n, t, x, x_prime) is None
+
+
+def test_bounds_names_the_isolating_coalition(capsys):
+    with pytest.raises(SystemExit):
+        main(["bounds", "--protocol", "secagg-plus", "--n", "10", "--t", "1", "--param", "k=4", "--json"])
+        raise SystemExit(0)
+    data = json.loads(capsys.readouterr().out)
+    coalition, j = SecAggPlus(k=4).isolating_coalition(10, 1)
+    assert data["isolating_coalition"] == ",".join(map(str, coalition)) and data["isolated_party"] == j
+    assert data["isolating_coalition"].startswith("C,") and len(coalition) == 3
+
+
+def test_a_modulus_must_be_a_power_of_two():
+    with pytest.raises(ParameterError, match="power of two"):
+        SecAgg(modulus=1000)

@@ -198,6 +198,9 @@ class SecAgg(DistributedNoiseSum):
         parse_dropout(self.dropout, 1 << 30, self.stages)
         if self.broadcast:
             raise ParameterError(f"broadcast: {self.name} releases the sum to the server only (got True)")
+        if self.modulus and self.modulus & (self.modulus - 1):
+            raise ParameterError(f"modulus must be 0 (automatic) or a power of two, as the masks' PRG needs "
+                                 f"(got {self.modulus})")
 
     def default_t(self, n: int) -> int:
         """t = n // 2: the threshold r = t + 1 is a majority (Bonawitz et al., Section 6)."""
@@ -435,6 +438,74 @@ class SecAgg(DistributedNoiseSum):
         nbs = self.neighbours(n)
         return [u for u in range(n) if u not in members
                 and (set(nbs[u]) <= members or len(members & set(nbs[u])) >= t + 1)]
+
+    def isolating_coalition(self, n: int, t: int) -> tuple[tuple[int | str, ...], int] | None:
+        """The smallest coalition with the server whose view determines one client's input, and that client.
+
+        For client u: the server and t + 1 of u's neighbours (they reconstruct a_u from their
+        shares, hence every s_uv; the server learns b_u when it unmasks), or the server and
+        all of u's neighbours (they hold every s_uv), whichever is smaller; the smallest over u.
+
+        >>> SecAggPlus(k=4).isolating_coalition(10, 2)
+        (('C', 1, 2, 6), 0)
+        """
+        best = None
+        for u, nb in enumerate(self.neighbours(n)):
+            members = nb[: t + 1] if t + 1 < len(nb) else nb
+            if best is None or len(members) < len(best[0]):
+                best = (members, u)
+        if best is None:
+            return None
+        return (CURATOR, *best[0]), best[1]
+
+    def audit_score(self, ctx: Any, *legacy: Any) -> Any:
+        """For a coalition that isolates the neighbour j (:meth:`isolated`): decode x_j + N_j from
+        the view as the coalition would (its shares of a_j and b_j, or its own keys and the
+        server's unmasking shares), and score v (towards x_j): every integer noise family is
+        log-concave, so its likelihood ratio is monotone in v. Otherwise ``None``.
+        """
+        if ctx.x is None or ctx.x_prime is None or ctx.neighbor not in self.isolated(ctx.coalition, ctx.n, ctx.t):
+            return None
+        n, t, j = ctx.n, ctx.t, ctx.neighbor
+        q, r, nb = self.modulus_for(n, t), t + 1, self.neighbours(n)[j]
+        held = [v for v in nb if v in ctx.coalition]
+        y_col = ctx.index("msg", round=4, sender=j, receiver=CURATOR, element=0)
+        got_cols = [ctx.index("msg", round=4, sender=j, receiver=CURATOR, element=1 + i) for i in range(len(nb))]
+        pk_cols = [ctx.index("msg", round=1, sender=v, receiver=CURATOR) for v in (j, *nb)]
+        if len(held) >= r:  # the coalition's own shares of a_j and b_j
+            share_cols = [[ctx.index("msg", round=3, sender=j, receiver=h, element=e) for h in held[:r]]
+                          for e in (0, 1)]
+        else:  # every neighbour: their own secret keys, and b_j from the server's unmasking shares
+            first = 2 if parse_dropout(self.dropout, n, self.stages)[0] > 0 else 0
+            key_cols = [ctx.index("rand", party=v, draw=first) for v in nb]
+            last = self.cached_schedule(n, t).rounds
+            holders = [j, *nb]
+            pos = [[h, *self.neighbours(n)[h]].index(j) for h in holders]
+            b_cols = [ctx.index("msg", round=last, sender=h, receiver=CURATOR, element=pos[i])
+                      for i, h in enumerate(holders)]
+        sign = np.where(np.asarray(nb) > j, 1, -1)
+        xj, xpj = float(np.asarray(ctx.x)[j]), float(np.asarray(ctx.x_prime)[j])
+        decode = self.decode
+
+        def score(views: np.ndarray) -> np.ndarray:
+            ints = np.rint(views).astype(np.int64)
+            pks, got = ints[:, pk_cols], ints[:, got_cols] == 1
+            if len(held) >= r:
+                ids = np.asarray(held[:r])
+                a_j, b_j = (crypto.shamir_reconstruct(ints[:, c], ids) for c in share_cols)
+                masks = crypto.prg(crypto.agree(a_j[:, None], np.maximum(pks[:, 1:], 1)), q)
+            else:
+                masks = crypto.prg(crypto.agree(ints[:, key_cols], np.maximum(pks[:, :1], 1)), q)
+                vals = ints[:, b_cols]
+                order = np.argsort(vals == ABSENT, axis=1, kind="stable")[:, :r]
+                b_j = crypto.shamir_reconstruct(np.take_along_axis(vals, order, axis=1), np.asarray(holders)[order])
+            pairwise = np.where(got, np.where(sign > 0, masks, (q - masks) % q), 0)
+            total = reconstruct(np.concatenate([ints[:, y_col:y_col + 1] % q, ((q - crypto.prg(b_j, q)) % q)[:, None],
+                                                (q - pairwise) % q], axis=1), q)
+            v = np.asarray(decode(total, q), dtype=float)  # x_j + N_j
+            return (v - (xj + xpj) / 2) * np.sign(xj - xpj)  # the integer families are log-concave: MLR in v
+
+        return score
 
 
 class SecAggPlus(SecAgg):
