@@ -148,8 +148,8 @@ def choose_k(n: int, gamma: float, tolerate: float, sigma: int = 40, eta: int = 
     """``(k, r)``: the smallest even degree k and threshold r meeting SecAgg+'s failure conditions.
 
     Bell et al. (CCS 2020, Section 3, Thm 3.6) ask that, with at most gamma n corrupt and
-    tolerate n dropped clients, (1) no honest client has r corrupt share holders, with
-    probability >= 1 - 2^-sigma (security), and (2) every needed secret keeps r surviving
+    tolerate n dropped clients, (1) no honest client has r corrupt share holders or only
+    corrupt neighbours, with probability >= 1 - 2^-sigma (security), and (2) every needed secret keeps r surviving
     holders, with probability >= 1 - 2^-eta (correctness). A randomly relabelled Harary
     graph gives each client a uniform k-subset of the others as neighbours, so the
     number of corrupt (dropped) holders is hypergeometric; the union bound over n
@@ -164,7 +164,8 @@ def choose_k(n: int, gamma: float, tolerate: float, sigma: int = 40, eta: int = 
     corrupt, dropped = math.floor(gamma * n), math.ceil(tolerate * n)
     for k in range(2, n - 1, 2):
         sec = hypergeom(n - 1, corrupt, k)
-        r = next((r for r in range(1, k + 2) if n * sec.sf(r - 1) <= 2.0**-sigma), None)
+        alone = sec.pmf(k)  # every neighbour corrupt: the honest graph loses u, its masks are all known
+        r = next((r for r in range(1, k + 2) if n * (sec.sf(r - 1) + alone) <= 2.0**-sigma), None)
         if r is None:
             continue
         # k + 1 holders (u and its k neighbours); more than k + 1 - r of them dropped fails
