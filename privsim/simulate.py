@@ -151,6 +151,7 @@ class SimulationResult:
             "bits": self.bits,
             **accuracy_summary(self.estimate, self.true_value),
             **({} if self.wire_bytes is None else {"wire_bytes": self.wire_bytes}),
+            **{k: float(np.mean(v)) for k, v in (self.protocol.run_counts(self.outputs, self.n, self.t) or {}).items()},
         }
 
 

@@ -124,6 +124,8 @@ def test_absent_messages_are_counted_only_for_protocols_with_dropouts():
     # client 1 stops at once: its 7 shares, 4 messages to the server, and the 7 shares sent to it
     summary = run_trials(SecAgg(dropout="1@advertise-keys"), X8, trials=2, seed=1, t=2).summary()
     assert summary["absent_messages"] == 18 and summary["messages"] == 8 * 7 + 7 * 8 and summary["rmse"] == 0
+    assert privsim.simulate(SecAgg(dropout="1@advertise-keys"), X8, trials=2, seed=1, t=2).summary()[
+        "absent_messages"] == 18
     assert "absent_messages" not in run_trials(privsim.protocols.get_protocol("secure-sum"), X8, trials=2,
                                                seed=1).summary()
 
