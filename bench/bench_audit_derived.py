@@ -1,0 +1,116 @@
+"""The derived selector's families at 10^6 trials per input (issue 24).
+
+Run: ``privsim bench --only audit_derived`` (or ``python bench/bench_audit_derived.py``;
+prints one JSON object). Per family, one leak of its shape (the test protocols of
+tests/test_audit_derived.py at full size), audited on the generic path (no score) with
+every selector, and with every selector but ``derived`` (what the audit found before):
+
+- atoms: a Laplace(x, 1) message that with probability 10^-3 is x itself, at delta = 10^-4
+  (the claim (1, 10^-4) is false: the true delta at eps 1 is 10^-3);
+- int bit: a 16-bit uniform value whose bit 5 is x with probability 0.6 (loss ln 4);
+- float bit: a float64 whose lowest mantissa bit is x with probability 0.6 (ln 4);
+- parity: three bytes whose low bits XOR to x's randomized response at eps 2 (loss 2);
+- shares: x's randomized response at eps 1, times 4096, in two shares mod 2^16 (loss 1);
+- variance: N(0, 3^2) under x, N(0, 1) under x', at delta 10^-6.
+
+``time_ratio``: the whole bench's audits with every selector over the same audits without
+``derived``, one after the other in this process (the cost of the new selector).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from privsim.analysis.audit import audit_batches
+from privsim.analysis.audit_selectors import SELECTORS
+
+TRIALS = 10**6
+ROWS = 50_000
+SELECT, ESTIMATE = 4, 16  # 20 % of the trials select the event
+SEED = 2024
+
+Sampler = Callable[[str, int], np.ndarray]
+
+
+def _rng(which: str, index: int, salt: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence((SEED, salt), spawn_key=(index, 0 if which == "x" else 1)))
+
+
+def _rr(rng: np.random.Generator, bit: int, keep: float) -> np.ndarray:
+    return np.where(rng.random(ROWS) < keep, bit, 1 - bit).astype(np.int64)
+
+
+def atom(which: str, index: int) -> np.ndarray:
+    rng, x = _rng(which, index, 1), 1.0 if which == "x" else 0.0
+    return np.where(rng.random(ROWS) < 1e-3, x, x + rng.laplace(0.0, 1.0, ROWS))[:, None]
+
+
+def int_bit(which: str, index: int) -> np.ndarray:
+    rng, x = _rng(which, index, 2), 1 if which == "x" else 0
+    y = rng.integers(0, 1 << 16, ROWS)
+    return np.where(rng.random(ROWS) < 0.6, (y & ~(1 << 5)) | (x << 5), y)[:, None].astype(float)
+
+
+def float_bit(which: str, index: int) -> np.ndarray:
+    rng, x = _rng(which, index, 3), np.uint64(1 if which == "x" else 0)
+    words = np.uint64(0x3FF0000000000000) | rng.integers(0, 1 << 52, ROWS, dtype=np.uint64)
+    return np.where(rng.random(ROWS) < 0.6, (words & ~np.uint64(1)) | x, words).view(np.float64)[:, None]
+
+
+def parity(which: str, index: int) -> np.ndarray:
+    rng, x = _rng(which, index, 4), 1 if which == "x" else 0
+    low = rng.integers(0, 2, (ROWS, 3))
+    low[:, 2] = low[:, 0] ^ low[:, 1] ^ _rr(rng, x, math.exp(2) / (1 + math.exp(2)))
+    return (2 * rng.integers(0, 128, (ROWS, 3)) + low).astype(float)
+
+
+def shares(which: str, index: int) -> np.ndarray:
+    rng, x = _rng(which, index, 5), 1 if which == "x" else 0
+    first = rng.integers(0, 1 << 16, ROWS)
+    second = np.mod(4096 * _rr(rng, x, math.e / (1 + math.e)) - first, 1 << 16)
+    return np.column_stack([first, second]).astype(float)
+
+
+def variance(which: str, index: int) -> np.ndarray:
+    return _rng(which, index, 6).normal(0.0, 3.0 if which == "x" else 1.0, ROWS)[:, None]
+
+
+#: name: (sampler, columns, delta, exact loss at delta (None: not computed here)).
+CASES: dict[str, tuple[Sampler, list[str], float, float | None]] = {
+    "atom": (atom, ["y"], 1e-4, None),
+    "int_bit": (int_bit, ["y"], 0.0, math.log(4)),
+    "float_bit": (float_bit, ["y"], 0.0, math.log(4)),
+    "parity3": (parity, ["m0", "m1", "m2"], 0.0, 2.0),
+    "shares": (shares, ["share 0", "share 1"], 0.0, 1.0),
+    "variance": (variance, ["y"], 1e-6, None),
+}
+
+
+def main() -> dict[str, object]:
+    """Every case with every selector and without ``derived``; the time ratio."""
+    out: dict[str, object] = {}
+    spent = {"all": 0.0, "before": 0.0}
+    without = tuple(s for s in SELECTORS if s != "derived")
+    for name, (sample, columns, delta, exact) in CASES.items():
+        for label, selectors in (("all", None), ("before", without)):
+            start = time.perf_counter()
+            r = audit_batches(sample, SELECT, ESTIMATE, columns, delta=delta, selectors=selectors)
+            spent[label] += time.perf_counter() - start
+            out[f"{name}.{label}"] = round(r.epsilon_lower, 3)
+            if label == "all":
+                out[f"{name}.won"] = r.selection
+                out[f"{name}.event"] = r.event
+        if exact is not None:
+            out[f"{name}.exact"] = round(exact, 3)
+    out["trials"] = TRIALS
+    out["time_ratio"] = round(spent["all"] / spent["before"], 2)
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(), indent=1))
