@@ -37,51 +37,63 @@ SEED = 2024
 Sampler = Callable[[str, int], np.ndarray]
 
 
-def _rng(which: str, index: int, salt: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence((SEED, salt), spawn_key=(index, 0 if which == "x" else 1)))
+def _rng(seed: int, which: str, index: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index, 0 if which == "x" else 1)))
 
 
-def _rr(rng: np.random.Generator, bit: int, keep: float) -> np.ndarray:
-    return np.where(rng.random(ROWS) < keep, bit, 1 - bit).astype(np.int64)
+def _rr(rng: np.random.Generator, bit: int, keep: float, rows: int) -> np.ndarray:
+    return np.where(rng.random(rows) < keep, bit, 1 - bit).astype(np.int64)
 
 
-def atom(which: str, index: int) -> np.ndarray:
-    rng, x = _rng(which, index, 1), 1.0 if which == "x" else 0.0
-    return np.where(rng.random(ROWS) < 1e-3, x, x + rng.laplace(0.0, 1.0, ROWS))[:, None]
+def atom(seed: int, rows: int) -> Sampler:
+    def sample(which: str, index: int) -> np.ndarray:
+        rng, x = _rng(seed, which, index), 1.0 if which == "x" else 0.0
+        return np.where(rng.random(rows) < 1e-3, x, x + rng.laplace(0.0, 1.0, rows))[:, None]
+    return sample
 
 
-def int_bit(which: str, index: int) -> np.ndarray:
-    rng, x = _rng(which, index, 2), 1 if which == "x" else 0
-    y = rng.integers(0, 1 << 16, ROWS)
-    return np.where(rng.random(ROWS) < 0.6, (y & ~(1 << 5)) | (x << 5), y)[:, None].astype(float)
+def int_bit(seed: int, rows: int) -> Sampler:
+    def sample(which: str, index: int) -> np.ndarray:
+        rng, x = _rng(seed, which, index), 1 if which == "x" else 0
+        y = rng.integers(0, 1 << 16, rows)
+        return np.where(rng.random(rows) < 0.6, (y & ~(1 << 5)) | (x << 5), y)[:, None].astype(float)
+    return sample
 
 
-def float_bit(which: str, index: int) -> np.ndarray:
-    rng, x = _rng(which, index, 3), np.uint64(1 if which == "x" else 0)
-    words = np.uint64(0x3FF0000000000000) | rng.integers(0, 1 << 52, ROWS, dtype=np.uint64)
-    return np.where(rng.random(ROWS) < 0.6, (words & ~np.uint64(1)) | x, words).view(np.float64)[:, None]
+def float_bit(seed: int, rows: int) -> Sampler:
+    def sample(which: str, index: int) -> np.ndarray:
+        rng, x = _rng(seed, which, index), np.uint64(1 if which == "x" else 0)
+        words = np.uint64(0x3FF0000000000000) | rng.integers(0, 1 << 52, rows, dtype=np.uint64)
+        return np.where(rng.random(rows) < 0.6, (words & ~np.uint64(1)) | x, words).view(np.float64)[:, None]
+    return sample
 
 
-def parity(which: str, index: int) -> np.ndarray:
-    rng, x = _rng(which, index, 4), 1 if which == "x" else 0
-    low = rng.integers(0, 2, (ROWS, 3))
-    low[:, 2] = low[:, 0] ^ low[:, 1] ^ _rr(rng, x, math.exp(2) / (1 + math.exp(2)))
-    return (2 * rng.integers(0, 128, (ROWS, 3)) + low).astype(float)
+def parity(seed: int, rows: int) -> Sampler:
+    def sample(which: str, index: int) -> np.ndarray:
+        rng, x = _rng(seed, which, index), 1 if which == "x" else 0
+        low = rng.integers(0, 2, (rows, 3))
+        low[:, 2] = low[:, 0] ^ low[:, 1] ^ _rr(rng, x, math.exp(2) / (1 + math.exp(2)), rows)
+        return (2 * rng.integers(0, 128, (rows, 3)) + low).astype(float)
+    return sample
 
 
-def shares(which: str, index: int) -> np.ndarray:
-    rng, x = _rng(which, index, 5), 1 if which == "x" else 0
-    first = rng.integers(0, 1 << 16, ROWS)
-    second = np.mod(4096 * _rr(rng, x, math.e / (1 + math.e)) - first, 1 << 16)
-    return np.column_stack([first, second]).astype(float)
+def shares(seed: int, rows: int) -> Sampler:
+    def sample(which: str, index: int) -> np.ndarray:
+        rng, x = _rng(seed, which, index), 1 if which == "x" else 0
+        first = rng.integers(0, 1 << 16, rows)
+        second = np.mod(4096 * _rr(rng, x, math.e / (1 + math.e), rows) - first, 1 << 16)
+        return np.column_stack([first, second]).astype(float)
+    return sample
 
 
-def variance(which: str, index: int) -> np.ndarray:
-    return _rng(which, index, 6).normal(0.0, 3.0 if which == "x" else 1.0, ROWS)[:, None]
+def variance(seed: int, rows: int) -> Sampler:
+    def sample(which: str, index: int) -> np.ndarray:
+        return _rng(seed, which, index).normal(0.0, 3.0 if which == "x" else 1.0, rows)[:, None]
+    return sample
 
 
-#: name: (sampler, columns, delta, exact loss at delta (None: not computed here)).
-CASES: dict[str, tuple[Sampler, list[str], float, float | None]] = {
+#: name: (sampler factory (seed, rows), columns, delta, exact loss at delta (None: not computed here)).
+CASES: dict[str, tuple[Callable[[int, int], Sampler], list[str], float, float | None]] = {
     "atom": (atom, ["y"], 1e-4, None),
     "int_bit": (int_bit, ["y"], 0.0, math.log(4)),
     "float_bit": (float_bit, ["y"], 0.0, math.log(4)),
@@ -96,10 +108,10 @@ def main() -> dict[str, object]:
     out: dict[str, object] = {}
     spent = {"all": 0.0, "before": 0.0}
     without = tuple(s for s in SELECTORS if s != "derived")
-    for name, (sample, columns, delta, exact) in CASES.items():
+    for name, (make, columns, delta, exact) in CASES.items():
         for label, selectors in (("all", None), ("before", without)):
             start = time.perf_counter()
-            r = audit_batches(sample, SELECT, ESTIMATE, columns, delta=delta, selectors=selectors)
+            r = audit_batches(make(SEED, ROWS), SELECT, ESTIMATE, columns, delta=delta, selectors=selectors)
             spent[label] += time.perf_counter() - start
             out[f"{name}.{label}"] = round(r.epsilon_lower, 3)
             if label == "all":

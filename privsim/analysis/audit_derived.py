@@ -20,7 +20,7 @@ families (:data:`FAMILIES`, named in the audit's ``searched`` field):
 - ``"shares"``: ``(a + b) mod M`` and ``(a - b) mod M`` of two integer columns of large
   domain (two coalition members' additive shares), M the smallest power of 2 above
   their values (or a modulus the caller declares), and the atoms of that reconstruction;
-- ``"magnitudes"``: ``|x - c| >= cut`` for c = 0 and c = the pooled median (``x^2``
+- ``"magnitudes"``: ``|x - c| >= cut`` of a continuous column, for c = 0 and c = the pooled median (``x^2``
   and ``(x - c)^2`` give the same events): a leak in a message's variance.
 
 Soundness: the selection sample alone chooses the event (the proposal half is cut in
@@ -60,6 +60,8 @@ _ATOM_FACTOR = 10.0
 # Columns looked at per family (the first ones), so a wide view stays cheap.
 _MAX_COLUMNS = 32
 _MAX_SHARE_COLUMNS = 12
+# Magnitudes: continuous columns only (the first ones), each cut by a threshold search.
+_MAX_MAGNITUDES = 8
 # Parities: at most this many base bits; sets of up to 3 of them, of 4 with at most _PARITY_QUADS bases.
 _PARITY_BASES = 24
 _PARITY_QUADS = 16
@@ -329,7 +331,7 @@ def _magnitudes(x: np.ndarray, xp: np.ndarray, names: Sequence[str], cols: _Colu
                 confidence: float, n_estimate: int) -> list[tuple[Term, ...]]:
     """``|x - c| >= cut`` for c = 0 and the median, the cut chosen on these rows."""
     out: list[tuple[Term, ...]] = []
-    for c in (cols.continuous + cols.large_int)[:_MAX_COLUMNS]:
+    for c in cols.continuous[:_MAX_MAGNITUDES]:
         pooled = np.concatenate([x[:, c], xp[:, c]])
         for centre in dict.fromkeys([0.0, float(np.median(pooled))]):
             cut, _ = _select_threshold(np.abs(x[:, c] - centre), np.abs(xp[:, c] - centre), delta, confidence,
