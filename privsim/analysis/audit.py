@@ -553,8 +553,8 @@ def run_audit(plan: AuditPlan, *, confidence: float = 0.95, progress: Callable[[
     violated, reason = judge(plan.reference, stats.epsilon_lower, delta, own=claim is not None)
     searched = ["outcomes"] if stats.selection == "discrete" else searched_families(plan.selectors)
     if violated is False:
-        reason += (f" Searched: {', '.join(searched)}; absence of evidence is not a proof "
-                   "(a leak of another shape may remain).")
+        reason = (f"{reason.rstrip('.')}. Searched: {', '.join(searched)}; absence of evidence is not a "
+                  "proof (a leak of another shape may remain).")
     protocol = run.protocol
     return AuditResult(
         protocol=protocol.name, params=protocol.parameters, n=run.n, t=run.t, coalition=[str(m) for m in members],
