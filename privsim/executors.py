@@ -17,12 +17,10 @@ presented as complete.
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -101,11 +99,7 @@ class _Submitted(Iterator[Any]):
         self._results, self._cancel = results, cancel
 
     def __next__(self) -> Any:
-        try:
-            return next(self._results)
-        except KeyboardInterrupt:  # Ctrl-C in a script: the running batches are not waited for
-            end_workers()
-            raise
+        return next(self._results)
 
     def close(self) -> None:
         self._results.close()
@@ -169,8 +163,6 @@ def end_workers() -> None:
     Example: the ``privsim`` command's SIGINT/SIGTERM handler calls ``end_workers()``
     before it unwinds (see :func:`privsim.cli_support.interruptible`).
     """
-    if "distributed" in sys.modules:  # our LocalClusters' nannies would announce restarting the workers ended
-        logging.getLogger("distributed").setLevel(logging.ERROR)
     for ex in list(_LIVE):
         for pid in ex._worker_pids():  # type: ignore[attr-defined]
             try:

@@ -2,18 +2,11 @@
 
 Both runtimes use this module: the in-process engine (:mod:`privsim.transport.local`, on
 trio or asyncio) and a party process over TCP (:mod:`privsim.transport.party`).
-
-An interruption (:func:`interrupt`, called by the ``privsim`` command's SIGINT/SIGTERM
-handler) never raises inside a loop's machinery: while :func:`run_parties` runs, it
-cancels the run (trio's cancel scope, asyncio's main task, from the signal handler through
-the loop's thread-safe entry), the parties unwind through cancellation and
-:class:`Interrupted` is raised once the loop has returned; anywhere else it is raised at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -26,65 +19,7 @@ from privsim.parties.context import PartyContext, PartyNetwork
 if TYPE_CHECKING:
     from privsim.network.network import SyncNetwork
 
-__all__ = ["Interrupted", "first_error", "interrupt", "interrupted", "run_parties", "run_party"]
-
-
-class Interrupted(BaseException):
-    """SIGINT or SIGTERM, raised once the run has unwound (a BaseException: no ``except Exception`` stops it).
-
-    >>> Interrupted(2).signum, issubclass(Interrupted, Exception)
-    (2, False)
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-_CAUGHT: list[int] = []  # the signal caught (one), until interrupted(clear=True)
-_LOOP: list[Callable[[], None]] = []  # cancels the party loop running now, if any
-
-
-def interrupt(signum: int) -> None:
-    """Stop the run on signal ``signum`` (from a signal handler, in the main thread).
-
-    Inside :func:`run_parties` the loop is cancelled and :class:`Interrupted` follows when
-    it has unwound; elsewhere :class:`Interrupted` is raised here. A second call does nothing.
-
-    Examples
-    --------
-    ``privsim.cli_support.interruptible`` installs a handler that calls this.
-    """
-    if _CAUGHT:
-        return
-    _CAUGHT.append(signum)
-    if not _LOOP:
-        raise Interrupted(signum)
-    for cancel in _LOOP:
-        cancel()
-
-
-def interrupted(clear: bool = False) -> int | None:
-    """The signal :func:`interrupt` caught (None if none); ``clear`` forgets it.
-
-    >>> interrupted()
-    """
-    signum = _CAUGHT[0] if _CAUGHT else None
-    if clear:
-        _CAUGHT.clear()
-    return signum
-
-
-def _on_cancel(cancel: Callable[[], object]) -> None:
-    def safely() -> None:
-        try:
-            cancel()
-        except RuntimeError:  # the loop has just finished (trio.RunFinishedError, a closed asyncio loop)
-            pass
-
-    _LOOP[:] = [safely]
-    if _CAUGHT:  # caught before the loop could be cancelled
-        safely()
+__all__ = ["first_error", "run_parties", "run_party"]
 
 
 async def run_party(routine: Any, ctx: PartyContext, net: PartyNetwork) -> None:
@@ -152,34 +87,18 @@ def run_parties(backend: str, protocol: Any, contexts: list[PartyContext], net: 
     check_backend(backend)
 
     async def main_trio() -> None:
-        token = trio.lowlevel.current_trio_token()
-        with trio.CancelScope() as scope:
-            _on_cancel(lambda: token.run_sync_soon(scope.cancel, idempotent=True))
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(net.watchdog)
-                for ctx in contexts:
-                    nursery.start_soon(run_party, protocol.curator if ctx.is_curator else protocol.party, ctx, net)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(net.watchdog)
+            for ctx in contexts:
+                nursery.start_soon(run_party, protocol.curator if ctx.is_curator else protocol.party, ctx, net)
 
     async def main_asyncio() -> None:
-        loop, task = asyncio.get_running_loop(), asyncio.current_task()
-        _on_cancel(lambda: loop.call_soon_threadsafe(task.cancel))  # type: ignore[union-attr]
         async with asyncio.TaskGroup() as group:
             group.create_task(net.watchdog())
             for ctx in contexts:
                 group.create_task(run_party(protocol.curator if ctx.is_curator else protocol.party, ctx, net))
 
-    if _CAUGHT:  # caught where raising could not stop the command (a __del__, a swallowing except)
-        raise Interrupted(_CAUGHT[0])
-    _LOOP[:] = [lambda: None]  # from here on a signal only cancels (the loop may not be cancellable yet)
-    try:
-        if backend == "trio":
-            trio.run(main_trio, strict_exception_groups=True)
-        else:
-            asyncio.run(main_asyncio())
-    except BaseException:
-        if not _CAUGHT:
-            raise
-    finally:
-        _LOOP.clear()
-    if _CAUGHT:
-        raise Interrupted(_CAUGHT[0])  # the parties have unwound
+    if backend == "trio":
+        trio.run(main_trio, strict_exception_groups=True)
+    else:
+        asyncio.run(main_asyncio())
