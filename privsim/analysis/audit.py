@@ -31,7 +31,7 @@ from threadpoolctl import threadpool_limits
 from privsim.analysis.audit_bounds import check_level, clopper_pearson
 from privsim.analysis.audit_events import Event, EventCounts, ScoreFn
 from privsim.analysis.audit_select import SelectionKind, check_views
-from privsim.analysis.audit_selectors import choose_event
+from privsim.analysis.audit_selectors import choose_event, searched_families
 from privsim.errors import ParameterError
 from privsim.executors import Executor, LocalExecutor, get_executor
 from privsim.network.schedule import parse_coalition
@@ -102,7 +102,14 @@ class AuditResult:
         guarantee shows as violated. ``None`` when the claim implies nothing at
         ``delta`` (an (epsilon, delta) claim at a smaller delta).
     reason:
-        One sentence on how ``violated`` was decided.
+        One sentence on how ``violated`` was decided (and, when nothing is violated,
+        which families of events were searched: absence of evidence is not a proof).
+    searched:
+        The families of events the selection searched
+        (:func:`~privsim.analysis.audit_selectors.searched_families`): the selectors,
+        with ``"derived"`` spelled out as atoms, bits, parities, shares and magnitudes;
+        ``["outcomes"]`` where a small discrete view was judged outcome by outcome (every
+        event of the view).
     event, direction, selection:
         The distinguishing event, which probability ratio it bounds, and how it was chosen.
     p_hat, q_hat:
@@ -143,6 +150,7 @@ class AuditResult:
     paper_claim: dict[str, Any] | None = None
     paper_violated: bool | None = None
     reason: str = ""
+    searched: list[str] = field(default_factory=list)
 
     #: The event object (for plots); not part of the JSON.
     event_object: Any = field(default=None, compare=False, repr=False)
@@ -575,6 +583,10 @@ def run_audit(plan: AuditPlan, *, confidence: float = 0.95, progress: Callable[[
             if executor is None or isinstance(executor, str):
                 ex.close()
     violated, reason = judge(plan.reference, stats.epsilon_lower, delta, own=claim is not None)
+    searched = ["outcomes"] if stats.selection == "discrete" else searched_families(plan.selectors)
+    if violated is False:
+        reason = (f"{reason.rstrip('.')}. Searched: {', '.join(searched)}; absence of evidence is not a "
+                  "proof (a leak of another shape may remain).")
     protocol = run.protocol
     result = AuditResult(
         protocol=protocol.name, params=protocol.parameters, n=run.n, t=run.t, coalition=[str(m) for m in members],
@@ -588,7 +600,7 @@ def run_audit(plan: AuditPlan, *, confidence: float = 0.95, progress: Callable[[
         paper_claim=None if claim is None or claim.paper is None else claim.paper.to_dict(),
         paper_violated=None if claim is None or claim.paper is None else judge(claim.paper, stats.epsilon_lower,
                                                                                 delta)[0],
-        reason=reason, event_object=stats.event_object,
+        reason=reason, searched=searched, event_object=stats.event_object,
     )
     sampler = partial(fresh_views, protocol, run.inputs, plan.x_prime, members, run.t, run.entropy)
     return replace(result, sampler=sampler)

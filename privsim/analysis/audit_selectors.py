@@ -20,7 +20,9 @@ are exactly as sound as with one selector. The selectors (:data:`SELECTORS`):
   that is independent of the input on its own (a parity bit) can matter jointly;
 - ``"trees"``: gradient-boosted trees (scikit-learn's HistGradientBoostingClassifier) on
   the columns and the residues of integer columns mod 2, 3 and 4, for interactions in
-  continuous or high-cardinality views.
+  continuous or high-cardinality views;
+- ``"derived"``: one event on a derived binary feature (:mod:`privsim.analysis.audit_derived`):
+  atoms, bits, parities of up to 4 bits, modular sums of two members' shares, magnitudes.
 
 A score-based proposal (naive Bayes, logistic, trees) is calibrated on the proposal half's second
 half (a logistic fit of the label on the score, so it reads as a log-likelihood ratio
@@ -51,6 +53,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from privsim.analysis.audit_bounds import check_level, clopper_pearson
+from privsim.analysis.audit_derived import FAMILIES, propose_derived
 from privsim.analysis.audit_events import Event, OutcomeSetEvent, ScoreFn, ThresholdEvent
 from privsim.analysis.audit_select import (
     SelectionKind,
@@ -67,10 +70,11 @@ from privsim.analysis.audit_select import (
 )
 from privsim.errors import ParameterError
 
-__all__ = ["SELECTORS", "BinnedScore", "CalibratedScore", "TreeScore", "choose_event", "parse_selectors"]
+__all__ = ["SELECTORS", "BinnedScore", "CalibratedScore", "TreeScore", "choose_event", "parse_selectors",
+           "searched_families"]
 
 #: The selectors, in order of preference on ties.
-SELECTORS = ("view", "naive-bayes", "logistic-lr", "pairs", "trees")
+SELECTORS = ("view", "naive-bayes", "logistic-lr", "pairs", "trees", "derived")
 
 # Naive Bayes: at most this many bins per column (exact values when there are no more
 # distinct ones, else pooled quantiles), and a column enters the sum only if its own
@@ -145,6 +149,17 @@ def parse_selectors(value: str | Sequence[str] | None, field: str = "selectors")
         raise ParameterError(f"{field}: {what}; give a comma-separated list of {', '.join(SELECTORS)} "
                              "that includes view")
     return tuple(names)
+
+
+def searched_families(selectors: str | Sequence[str] | None) -> list[str]:
+    """The families of events ``selectors`` search: the selectors' names, with
+    ``"derived"`` spelled out as its families (:data:`~privsim.analysis.audit_derived.FAMILIES`).
+
+    >>> searched_families("view,derived")
+    ['view', 'atoms', 'bits', 'parities', 'shares', 'magnitudes']
+    """
+    names = parse_selectors(selectors) or SELECTORS
+    return [family for name in names for family in (FAMILIES if name == "derived" else (name,))]
 
 
 # --------------------------------------------------------------------------------------
@@ -672,12 +687,21 @@ def _used_features(model: Any, n_features: int) -> tuple[int, ...]:
     return tuple(int(i) for i in order if counts[i] > 0) or tuple(range(n_features))
 
 
+def _propose_derived(p: _Proposal) -> tuple[str, Event] | None:
+    """The best event on a derived feature (:mod:`privsim.analysis.audit_derived`: atoms,
+    bits, parities, shares, magnitudes), named by its family."""
+    event = propose_derived(p.x, p.xp, p.columns, p.distinct, delta=p.delta, confidence=p.confidence,
+                            n_estimate=p.n_estimate)
+    return None if event is None else (event.family, event)
+
+
 _PROPOSERS: dict[str, Callable[[_Proposal], tuple[str, Event] | None]] = {
     "view": _propose_view,
     "naive-bayes": _propose_naive_bayes,
     "logistic-lr": _propose_logistic,
     "pairs": _propose_pairs,
     "trees": _propose_trees,
+    "derived": _propose_derived,
 }
 
 

@@ -1,0 +1,413 @@
+"""Derived features for leaks a per-column view hides (issue 24): atoms, bits, parities, shares, magnitudes.
+
+The ``"derived"`` selector of :mod:`privsim.analysis.audit_selectors` builds binary
+features of the view that no column shows on its own, and proposes the best event
+``feature == 1`` (or ``== 0``) among them. Every feature is the XOR of one or more
+:class:`Term` (a term is a 0/1 function of one or two columns), so the event is one
+readable rule, computed again on every estimation batch (:class:`DerivedEvent`). The
+families (:data:`FAMILIES`, named in the audit's ``searched`` field):
+
+- ``"atoms"``: values a column with many distinct values repeats far beyond what a
+  continuous law allows (``y in {1}``: a message that now and then carries its input
+  without noise), the union of those favoured by one input, and two columns equal on a
+  row (``y == z``: a value copied from another);
+- ``"bits"``: each bit of an integer column of large domain (two's complement), and
+  each bit of a float64 column's IEEE sign, exponent and mantissa (its ``uint64`` view);
+  never of a binary or small column, whose values the other selectors see whole;
+- ``"parities"``: the XOR of 2 to 4 base bits (binary columns, the two low bits of the
+  integer columns, the sign of continuous columns), an exhaustive search over the sets
+  of a capped number of bases (:data:`_PARITY_BASES`), for a leak only a 3-way parity shows;
+- ``"shares"``: ``(a + b) mod M`` and ``(a - b) mod M`` of two integer columns of large
+  domain (two coalition members' additive shares), M the smallest power of 2 above
+  their values (or a modulus the caller declares), and the atoms of that reconstruction;
+- ``"magnitudes"``: ``|x - c| >= cut`` of a continuous column, for c = 0 and c = the pooled median (``x^2``
+  and ``(x - c)^2`` give the same events): a leak in a message's variance.
+
+Soundness: the selection sample alone chooses the event (the proposal half is cut in
+two: one part builds and ranks the candidates, the other picks among the top
+:data:`_TOP` by the bound each forecasts at the estimation size, then the held-out pick of
+:func:`~privsim.analysis.audit_selectors.choose_event` judges the proposal against
+the other selectors'), so the final Clopper–Pearson bound on the estimation sample is
+as sound as with any one fixed event. A family that finds nothing only says that no
+event of its shape was seen on the selection sample: absence of evidence is not a proof.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from privsim.analysis.audit_bounds import oriented_bounds
+from privsim.analysis.audit_select import _halves, _select_threshold
+
+__all__ = ["FAMILIES", "DerivedEvent", "Term", "propose_derived"]
+
+#: The families of derived features, in the order they are built.
+FAMILIES = ("atoms", "bits", "parities", "shares", "magnitudes")
+
+# A column is "of large domain" (atoms, bits, shares, magnitudes) with more distinct
+# values than this in the fit part; smaller columns are seen whole by the other selectors.
+_LARGE = 64
+# Atoms: at most this many values per column, each seen at least _ATOM_MIN times and at
+# least _ATOM_FACTOR times the mean count of a value of that column.
+_ATOM_VALUES = 8
+_ATOM_MIN = 3
+_ATOM_FACTOR = 10.0
+# Columns looked at per family (the first ones), so a wide view stays cheap.
+_MAX_COLUMNS = 32
+_MAX_SHARE_COLUMNS = 12
+# Magnitudes: continuous columns only (the first ones), each cut by a threshold search.
+_MAX_MAGNITUDES = 8
+# Parities: at most this many base bits; sets of up to 3 of them, of 4 with at most _PARITY_QUADS bases.
+_PARITY_BASES = 24
+_PARITY_QUADS = 16
+# Candidates carried from the ranking part to the picking part.
+_TOP = 8
+
+
+@dataclass(frozen=True)
+class Term:
+    """A 0/1 function of a view's row: one bit of one column, or a test on one or two columns.
+
+    Parameters
+    ----------
+    kind:
+        ``"bit"`` (bit ``arg`` of the integer value), ``"fbit"`` (bit ``arg`` of the
+        float64's IEEE representation), ``"in"`` (the value is one of the tuple
+        ``arg``), ``"same"`` (equal to column ``arg``), ``"ge"`` (``>= arg``),
+        ``"far"`` (``|value - arg[0]| >= arg[1]``), ``"share"`` (``(value + arg[1] *
+        column arg[0]) mod arg[2]`` is one of the tuple ``arg[3]``).
+    column:
+        The column's index in the view.
+    name:
+        The column's name (for :meth:`describe`).
+    arg:
+        As ``kind`` says.
+
+    Examples
+    --------
+    >>> v = np.array([[5.0, 1.0], [6.0, 6.0]])
+    >>> Term("bit", 0, "y", 0)(v).tolist(), Term("same", 0, "y", (1, "z"))(v).tolist()
+    ([1, 0], [0, 1])
+    >>> Term("share", 0, "y", (1, "z", 1, 8, (6,)))(v).tolist(), Term("share", 0, "y", (1, "z", 1, 8, (6,))).describe()
+    ([1, 0], '(y + z) mod 8 in {6}')
+    """
+
+    kind: str
+    column: int
+    name: str
+    arg: object
+
+    def __call__(self, views: np.ndarray) -> np.ndarray:
+        """The term's 0/1 value (uint8) on every row of ``views``."""
+        x = np.asarray(views[:, self.column], dtype=float)
+        if self.kind == "bit":
+            out = (x.astype(np.int64) >> int(self.arg)) & 1
+        elif self.kind == "fbit":
+            out = (np.ascontiguousarray(x).view(np.uint64) >> np.uint64(int(self.arg))) & np.uint64(1)
+        elif self.kind == "in":
+            out = np.isin(x, np.asarray(self.arg, dtype=float))
+        elif self.kind == "same":
+            out = x == np.asarray(views[:, self.arg[0]], dtype=float)
+        elif self.kind == "ge":
+            out = x >= float(self.arg)
+        elif self.kind == "far":
+            out = np.abs(x - self.arg[0]) >= self.arg[1]
+        elif self.kind == "share":
+            other, _, sign, modulus, values = self.arg
+            total = x.astype(np.int64) + sign * np.asarray(views[:, other], dtype=float).astype(np.int64)
+            out = np.isin(np.mod(total, modulus), np.asarray(values, dtype=np.int64))
+        else:  # pragma: no cover - terms are built here only
+            raise ValueError(f"unknown term kind {self.kind!r}")
+        return np.asarray(out, dtype=np.uint8)
+
+    def describe(self) -> str:
+        """The term in words: ``"bit 3 of y"``, ``"y in {1}"``, ``"|y - 0| >= 2.5"``."""
+        if self.kind == "bit":
+            return f"bit {self.arg} of {self.name}"
+        if self.kind == "fbit":
+            return f"IEEE bit {self.arg} of {self.name}"
+        if self.kind == "in":
+            return f"{self.name} in {{{', '.join(f'{v:g}' for v in self.arg)}}}"
+        if self.kind == "same":
+            return f"{self.name} == {self.arg[1]}"
+        if self.kind == "ge":
+            return f"{self.name} >= {self.arg:g}"
+        if self.kind == "far":
+            return f"|{self.name} - {self.arg[0]:g}| >= {self.arg[1]:g}"
+        _, other, sign, modulus, values = self.arg
+        return (f"({self.name} {'+' if sign > 0 else '-'} {other}) mod {modulus} in "
+                f"{{{', '.join(str(v) for v in values)}}}")
+
+
+@dataclass(frozen=True, eq=False)
+class DerivedEvent:
+    """The event ``XOR of terms == value``: a derived binary feature's one side.
+
+    Examples
+    --------
+    >>> e = DerivedEvent((Term("bit", 0, "a", 0), Term("bit", 0, "b", 1)), 1, "parities")
+    >>> e.contains(np.array([[1.0, 0.0], [3.0, 2.0]])).tolist(), e.describe()
+    ([True, False], 'bit 0 of a xor bit 1 of b == 1')
+    >>> e.complement().describe()
+    'bit 0 of a xor bit 1 of b == 0'
+    """
+
+    terms: tuple[Term, ...]
+    value: int
+    family: str
+
+    def feature(self, views: np.ndarray) -> np.ndarray:
+        """The XOR of the terms on every row (0/1)."""
+        out = self.terms[0](views)
+        for term in self.terms[1:]:
+            out = out ^ term(views)
+        return out
+
+    def contains(self, views: np.ndarray) -> np.ndarray:
+        """Is the row's feature equal to :attr:`value`?"""
+        return self.feature(views) == self.value
+
+    def complement(self) -> DerivedEvent:
+        """The feature's other side."""
+        return DerivedEvent(self.terms, 1 - self.value, self.family)
+
+    def describe(self) -> str:
+        """``"bit 3 of y == 1"``, ``"bit 0 of a xor bit 0 of b xor bit 0 of c == 0"``."""
+        return f"{' xor '.join(t.describe() for t in self.terms)} == {self.value}"
+
+
+# --------------------------------------------------------------------------------------
+# The candidates of each family, built from the rows of the ranking part
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The columns of the ranking part by shape: large integer, continuous, binary, small integer."""
+
+    large_int: tuple[int, ...]
+    continuous: tuple[int, ...]
+    binary: tuple[tuple[int, float], ...]
+    small_int: tuple[int, ...]
+
+    @classmethod
+    def of(cls, pooled: np.ndarray, distinct: Sequence[int]) -> _Columns:
+        large_int, continuous, binary, small_int = [], [], [], []
+        for c in distinct:
+            x = pooled[:, c]
+            values = np.unique(x)
+            integral = bool(np.all(np.abs(x) < 2.0 ** 52) and np.array_equal(x, np.round(x)))
+            if values.size == 2:
+                binary.append((int(c), float(values[1])))
+            elif integral and values.size > _LARGE:
+                large_int.append(int(c))
+            elif integral:
+                small_int.append(int(c))
+            elif values.size > _LARGE:
+                continuous.append(int(c))
+        return cls(tuple(large_int), tuple(continuous), tuple(binary), tuple(small_int))
+
+
+def _atom_values(x: np.ndarray, support: int | None = None) -> np.ndarray:
+    """The values ``x`` repeats far beyond a continuous law (most repeated first): at least
+    :data:`_ATOM_FACTOR` times a value's mean count over ``support`` values (default:
+    as many as ``x`` shows)."""
+    values, counts = np.unique(x, return_counts=True)
+    floor = max(_ATOM_MIN, _ATOM_FACTOR * x.size / (support or values.size))
+    order = np.argsort(-counts, kind="stable")[:_ATOM_VALUES]
+    return values[order][counts[order] >= floor]
+
+
+def _atom_terms(name: str, column: int, values: np.ndarray, fx: np.ndarray, fxp: np.ndarray,
+                make) -> list[tuple[Term, ...]]:
+    """One candidate per atom, and the unions of the atoms favoured by x and by x'."""
+    out: list[tuple[Term, ...]] = [(make(column, name, (float(v),)),) for v in values]
+    if values.size > 1:
+        for favoured in (fx > fxp, fx < fxp):
+            chosen = tuple(float(v) for v in values[favoured])
+            if len(chosen) > 1:
+                out.append((make(column, name, chosen),))
+    return out
+
+
+def _atoms(x: np.ndarray, xp: np.ndarray, names: Sequence[str], cols: _Columns) -> list[tuple[Term, ...]]:
+    out: list[tuple[Term, ...]] = []
+    wide = (cols.continuous + cols.large_int)[:_MAX_COLUMNS]
+    for c in wide:
+        values = _atom_values(np.concatenate([x[:, c], xp[:, c]]))
+        fx = np.array([np.count_nonzero(x[:, c] == v) for v in values])
+        fxp = np.array([np.count_nonzero(xp[:, c] == v) for v in values])
+        out += _atom_terms(names[c], c, values, fx, fxp, lambda col, nm, vals: Term("in", col, nm, vals))
+    for a, b in itertools.combinations(wide, 2):
+        if np.count_nonzero(x[:, a] == x[:, b]) + np.count_nonzero(xp[:, a] == xp[:, b]) >= _ATOM_MIN:
+            out.append((Term("same", a, names[a], (b, names[b])),))
+    return out
+
+
+def _bit_terms(pooled: np.ndarray, names: Sequence[str], cols: _Columns) -> list[Term]:
+    """Every bit that varies, of the large integer and the float columns."""
+    out: list[Term] = []
+    for kind, group in (("bit", cols.large_int), ("fbit", cols.continuous)):
+        for c in group[:_MAX_COLUMNS]:
+            x = pooled[:, c]
+            words = x.astype(np.int64).view(np.uint64) if kind == "bit" else np.ascontiguousarray(x).view(np.uint64)
+            varying = np.bitwise_or.reduce(words ^ words[0])
+            out += [Term(kind, c, names[c], k) for k in range(64) if (int(varying) >> k) & 1]
+    return out
+
+
+def _parity_bases(pooled: np.ndarray, names: Sequence[str], cols: _Columns) -> list[Term]:
+    """Binary columns, the two low bits of integer columns, and the signs of continuous ones."""
+    out = [Term("in", c, names[c], (v,)) for c, v in cols.binary]
+    for c in cols.small_int + cols.large_int:
+        out += [Term("bit", c, names[c], k) for k in (0, 1)
+                if np.unique((pooled[:, c].astype(np.int64) >> k) & 1).size == 2]
+    out += [Term("ge", c, names[c], 0.0) for c in cols.continuous
+            if pooled[:, c].min() < 0.0 <= pooled[:, c].max()]
+    return out[:_PARITY_BASES]
+
+
+def _parities(bases: list[Term], x: np.ndarray, xp: np.ndarray) -> list[tuple[Term, ...]]:
+    """Sets of 2 or 3 bases (4 with few bases) ranked by how far their parity's rate moves.
+
+    Every set is scored (an exhaustive search over at most C(24, 3) = 2024 triples, or
+    C(16, 4) = 1820 quadruples more): the rows' bits are packed 8 to a byte, so a parity
+    costs a few XORs of bytes and a bit count. The top :data:`_TOP` per size are kept;
+    the caller's ranking then judges them with the other candidates.
+    """
+    if len(bases) < 2:
+        return []
+    packed = [[np.packbits(t(v)) for v in (x, xp)] for t in bases]
+    out: list[tuple[Term, ...]] = []
+    for size in (2, 3, 4):
+        if size > len(bases) or (size == 4 and len(bases) > _PARITY_QUADS):
+            break
+        scored = []
+        for subset in itertools.combinations(range(len(bases)), size):
+            rates = []
+            for side, n in ((0, len(x)), (1, len(xp))):
+                acc = packed[subset[0]][side]
+                for k in subset[1:]:
+                    acc = acc ^ packed[k][side]
+                rates.append(int(np.bitwise_count(acc).sum()) / n)
+            pooled = (rates[0] * len(x) + rates[1] * len(xp)) / (len(x) + len(xp))
+            spread = math.sqrt(max(pooled * (1 - pooled), 1e-12) * (1 / len(x) + 1 / len(xp)))
+            scored.append((abs(rates[0] - rates[1]) / spread, subset))
+        scored.sort(key=lambda s: -s[0])
+        out += [tuple(bases[k] for k in subset) for _, subset in scored[:_TOP]]
+    return out
+
+
+def _share_moduli(a: np.ndarray, b: np.ndarray, declared: Sequence[int]) -> list[int]:
+    top = max(float(a.max()), float(b.max()), 1.0)
+    return list(dict.fromkeys([*declared, 1 << int(math.ceil(math.log2(top + 1)))]))
+
+
+def _shares(x: np.ndarray, xp: np.ndarray, names: Sequence[str], cols: _Columns,
+            declared: Sequence[int]) -> list[tuple[Term, ...]]:
+    """Atoms of ``(a +- b) mod M`` over pairs of large integer columns."""
+    out: list[tuple[Term, ...]] = []
+    group = [c for c in cols.large_int[:_MAX_SHARE_COLUMNS] if min(x[:, c].min(), xp[:, c].min()) >= 0]
+    for a, b in itertools.combinations(group, 2):
+        for modulus in _share_moduli(np.concatenate([x[:, a], xp[:, a]]), np.concatenate([x[:, b], xp[:, b]]),
+                                     declared):
+            for sign in (1, -1):
+                sx, sxp = (np.mod(v[:, a].astype(np.int64) + sign * v[:, b].astype(np.int64), modulus)
+                           for v in (x, xp))
+                values = _atom_values(np.concatenate([sx, sxp]).astype(float), modulus)
+                fx = np.array([np.count_nonzero(sx == v) for v in values])
+                fxp = np.array([np.count_nonzero(sxp == v) for v in values])
+                out += _atom_terms(names[a], a, values.astype(np.int64), fx, fxp,
+                                   lambda col, nm, vals, b=b, m=modulus, s=sign: Term(
+                                       "share", col, nm, (b, names[b], s, m, tuple(int(v) for v in vals))))
+    return out
+
+
+def _magnitudes(x: np.ndarray, xp: np.ndarray, names: Sequence[str], cols: _Columns, delta: float,
+                confidence: float, n_estimate: int) -> list[tuple[Term, ...]]:
+    """``|x - c| >= cut`` for c = 0 and the median, the cut chosen on these rows."""
+    out: list[tuple[Term, ...]] = []
+    for c in cols.continuous[:_MAX_MAGNITUDES]:
+        pooled = np.concatenate([x[:, c], xp[:, c]])
+        for centre in dict.fromkeys([0.0, float(np.median(pooled))]):
+            cut, _ = _select_threshold(np.abs(x[:, c] - centre), np.abs(xp[:, c] - centre), delta, confidence,
+                                       n_estimate)
+            out.append((Term("far", c, names[c], (centre, cut)),))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# The proposal
+
+
+def _forecast(hits_x: int, n_x: int, hits_xp: int, n_xp: int, delta: float, confidence: float,
+              n_estimate: int) -> float:
+    """The bound an event would give on ``n_estimate`` trials, its rates taken one standard
+    error against it (and the denominator's count one more): a rare event (an atom no x'
+    row shows) is judged at the size where its bound will be computed, not at the few
+    rows that rank it, yet an event of a handful of rows does not win on them."""
+    p = max(hits_x - math.sqrt(hits_x), 0.0) / n_x
+    q = (hits_xp + math.sqrt(hits_xp) + 1.0) / n_xp
+    forward, backward = oriented_bounds(min(p, 1.0) * n_estimate, n_estimate, min(q, 1.0) * n_estimate,
+                                        n_estimate, delta, (1.0 - confidence) / 2)
+    return float(max(forward, backward))
+
+
+def _best(candidates: list[tuple[str, tuple[Term, ...]]], x: np.ndarray, xp: np.ndarray, delta: float,
+          confidence: float, n_estimate: int, keep: int) -> list[tuple[float, DerivedEvent]]:
+    """The ``keep`` best oriented events of the candidates on these rows, by :func:`_forecast`."""
+    scored = []
+    for family, terms in candidates:
+        feature_x, feature_xp = DerivedEvent(terms, 1, family).feature(x), DerivedEvent(terms, 1, family).feature(xp)
+        kx, kxp = int(np.count_nonzero(feature_x)), int(np.count_nonzero(feature_xp))
+        for hits_x, hits_xp, value in ((kx, kxp, 1), (len(x) - kx, len(xp) - kxp, 0)):
+            scored.append((_forecast(hits_x, len(x), hits_xp, len(xp), delta, confidence, n_estimate),
+                           DerivedEvent(terms, value, family)))
+    scored.sort(key=lambda s: -s[0])
+    return scored[:keep]
+
+
+def propose_derived(x: np.ndarray, xp: np.ndarray, columns: Sequence[str], distinct: Sequence[int], *,
+                    delta: float, confidence: float, n_estimate: int, moduli: Sequence[int] = (),
+                    families: Sequence[str] = FAMILIES) -> DerivedEvent | None:
+    """The best derived event of the proposal half (``x``, ``xp``), or None if there is no candidate.
+
+    The first part of each input's rows builds the candidates of ``families`` and ranks
+    them; the second picks among the top :data:`_TOP` by :func:`_forecast`.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> def draw(bit, n=4000):
+    ...     y = rng.integers(0, 1 << 16, n)
+    ...     y = np.where(rng.random(n) < 0.8, (y & ~8) | (bit << 3), y)
+    ...     return y[:, None].astype(float)
+    >>> e = propose_derived(draw(1), draw(0), ["y"], [0], delta=0.0, confidence=0.95, n_estimate=8000)
+    >>> e.describe(), e.family
+    ('bit 3 of y == 1', 'bits')
+    """
+    (fit_x, cut_x), (fit_xp, cut_xp) = _halves(x), _halves(xp)
+    pooled = np.concatenate([fit_x, fit_xp])
+    cols = _Columns.of(pooled, distinct)
+    names = list(columns)
+    candidates: list[tuple[str, tuple[Term, ...]]] = []
+    if "atoms" in families:
+        candidates += [("atoms", t) for t in _atoms(fit_x, fit_xp, names, cols)]
+    if "bits" in families:
+        candidates += [("bits", (t,)) for t in _bit_terms(pooled, names, cols)]
+    if "parities" in families:
+        candidates += [("parities", t) for t in _parities(_parity_bases(pooled, names, cols), fit_x, fit_xp)]
+    if "shares" in families:
+        candidates += [("shares", t) for t in _shares(fit_x, fit_xp, names, cols, moduli)]
+    if "magnitudes" in families:
+        candidates += [("magnitudes", t)
+                       for t in _magnitudes(fit_x, fit_xp, names, cols, delta, confidence, n_estimate)]
+    if not candidates:
+        return None
+    top = _best(candidates, fit_x, fit_xp, delta, confidence, n_estimate, _TOP)
+    final = _best([(e.family, e.terms) for _, e in top], cut_x, cut_xp, delta, confidence, n_estimate, 1)
+    return final[0][1] if final and math.isfinite(final[0][0]) else None
