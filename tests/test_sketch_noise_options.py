@@ -10,7 +10,6 @@ import pytest
 import privsim
 from privsim.errors import ParameterError
 from privsim.mechanisms import JoinSizeEstimator, RangeCounter
-from privsim.mechanisms._counter_noise import sketch_stream_rho
 from privsim.mechanisms.blt import optimize_blt
 from privsim.mechanisms.calibration import tree_sigma2
 from privsim.protocols.continual_sketch import ContinualJoin, ContinualRange
@@ -119,10 +118,6 @@ def test_protocol_claims_per_source(cls: type) -> None:
         assert np.sum((v @ C.T) ** 2) <= np.sum((C @ np.full(Tm, 2.0)) ** 2) * (1 + 1e-12)
     assert blt.event_privacy() == paper.event_privacy()  # both calibrated to rho per event
     assert blt.mechanism(0).noise == "blt" and exact.mechanism(0).calibration == "exact"
-
-
-def test_sketch_stream_rho_tree_paper_is_stream_rho() -> None:
-    assert sketch_stream_rho("tree", 64, 1.0, 2.0) == stream_rho(1.0, 64, change=2.0)
 
 
 @pytest.mark.parametrize(

@@ -21,9 +21,9 @@ reads only the counters named, O(1) per counter read.
 ``kind="blt"`` replaces the tree by buffered linear Toeplitz noise
 (:class:`~privsim.mechanisms.BLTNoise`, lazy per counter either way): same interface,
 exact law, slower per value. :func:`sketch_scale` calibrates either kind to a sketch's rho (``calibration``
-chooses the tree's node variance, :mod:`privsim.mechanisms.calibration`) and
-:func:`sketch_stream_rho` gives the party-level rho of either (docs/architecture.md,
-"Claims and verdicts").
+chooses the tree's node variance, :mod:`privsim.mechanisms.calibration`); the kind's
+:meth:`~privsim.mechanisms.continual_kinds.ContinualNoise.stream_loss` gives the
+party-level rho of either (docs/architecture.md, "Claims and verdicts").
 """
 
 from __future__ import annotations
@@ -34,50 +34,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privsim.errors import ParameterError
-from privsim.mechanisms._checks import positive
 from privsim.mechanisms._seeding import SeedLike
-from privsim.mechanisms.blt import optimize_blt
-from privsim.mechanisms.calibration import check_calibration, tree_sensitivity2
-from privsim.mechanisms.continual import make_noise, noise_scale
-from privsim.mechanisms.tree import FastGaMe, tree_height
+from privsim.mechanisms.continual import noise_scale
+from privsim.mechanisms.continual_kinds import sketch_noise_kind
 
-__all__ = ["SKETCH_NOISE_KINDS", "CounterNoise", "check_sketch_noise", "counter_noise", "sketch_scale",
-           "sketch_stream_rho"]
-
-#: The noise sources the continual sketches take (their claims are zCDP: no Laplace tree).
-SKETCH_NOISE_KINDS: tuple[str, ...] = ("tree", "blt")
-
-
-def check_sketch_noise(noise: str, calibration: str = "paper") -> None:
-    """Refuse a noise source or calibration the continual sketches do not support.
-
-    Parameters
-    ----------
-    noise:
-        ``"tree"`` or ``"blt"``.
-    calibration:
-        ``"paper"`` or ``"exact"``; ``"exact"`` only with ``noise="tree"``.
-
-    Raises
-    ------
-    ParameterError
-        Naming the field, the value and what is allowed.
-
-    Examples
-    --------
-    >>> check_sketch_noise("blt", "exact")
-    Traceback (most recent call last):
-    ...
-    privsim.errors.ParameterError: calibration must be paper with noise=blt (got 'exact'); BLT's rho is always exact
-    """
-    if noise not in SKETCH_NOISE_KINDS:
-        raise ParameterError(f"noise must be one of {', '.join(SKETCH_NOISE_KINDS)} (got {noise!r}); "
-                             "the sketches' claims are zCDP, so laplace-tree is not offered")
-    check_calibration(calibration)
-    if noise == "blt" and calibration != "paper":
-        raise ParameterError(f"calibration must be paper with noise=blt (got {calibration!r}); "
-                             "BLT's rho is always exact")
-
+__all__ = ["CounterNoise", "counter_noise", "sketch_scale"]
 
 def sketch_scale(noise: str, T: int, rho: float, sensitivity2: float, calibration: str = "paper") -> float:
     """The scale that makes a sketch's counters over T steps rho-zCDP for one update.
@@ -90,7 +51,7 @@ def sketch_scale(noise: str, T: int, rho: float, sensitivity2: float, calibratio
     Parameters
     ----------
     noise, calibration:
-        As for :func:`check_sketch_noise`.
+        As for :func:`~privsim.mechanisms.continual_kinds.sketch_noise_kind`.
     T:
         Time steps, a power of two >= 2.
     rho:
@@ -106,62 +67,16 @@ def sketch_scale(noise: str, T: int, rho: float, sensitivity2: float, calibratio
     Raises
     ------
     ParameterError
-        For a refused combination (:func:`check_sketch_noise`) or a bad T or rho.
+        For a refused combination (:func:`~privsim.mechanisms.continual_kinds.sketch_noise_kind`)
+        or a bad T or rho.
 
     Examples
     --------
     >>> round(sketch_scale("tree", 16, 1.0, 3.0), 12)     # 3 (4 + 2) / 8
     2.25
     """
-    check_sketch_noise(noise, calibration)
+    sketch_noise_kind(noise, calibration)
     return noise_scale(noise, T, rho=rho, sensitivity=math.sqrt(sensitivity2), calibration=calibration)
-
-
-def sketch_stream_rho(noise: str, T: int, rho: float, change: float, calibration: str = "paper") -> float:
-    """zCDP of a sketch's releases towards one party's stream, for a source calibrated to ``rho``.
-
-    The party may move mass at most ``change`` per sketch row at every one of the T steps.
-
-    - tree: the bound of :func:`~privsim.protocols.continual_sum.stream_rho`,
-      ||R v||^2 <= change^2 Delta^2 T^2 / 2 is over the node variance: with
-      ``calibration="exact"`` the node variance c_h Delta^2/(2 rho) is the paper's for
-      rho' = rho (h + 2)/(4 c_h), so the claim is stream_rho(rho').
-    - blt: every entry of C is positive, so for the counters v_c of one row,
-      sum_c ||C v_c||^2 <= sum_c ||C |v_c| ||^2 <= ||C sum_c |v_c| ||^2 <= change^2 ||C 1||^2
-      (cross terms are >= 0, and 0 <= sum_c |v_c| <= change at every step); over the rows
-      this is change^2 stream2 / sensitivity2 times the event's divergence:
-      rho change^2 ||C 1||^2 / max_tau ||C e_tau||^2 (:mod:`privsim.mechanisms.blt`).
-
-    Parameters
-    ----------
-    noise, calibration:
-        As for :func:`check_sketch_noise`.
-    T:
-        Time steps of the mechanism, a power of two >= 2.
-    rho:
-        The event-level rho the source is calibrated to.
-    change:
-        Largest mass per row and step, in units of one update.
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> sketch_stream_rho("tree", 64, 1.0, 1.0)        # stream_rho(1.0, 64)
-    1024.0
-    """
-    check_sketch_noise(noise, calibration)
-    change = positive("change", change, scalar=True)
-    if noise == "blt":
-        params = optimize_blt(T)
-        return rho * change**2 * params.stream2(T) / params.sensitivity2(T)
-    h = tree_height(T, minimum=2)
-    if calibration == "exact":
-        rho = rho * (h + 2) / (4.0 * tree_sensitivity2(h))  # the paper's rho at the exact node variance
-    # stream_rho's bound (mechanisms do not import protocols): ||R v||^2 / ||R e||^2 = (T^2/2) / ((h+2)/4)
-    return rho * change**2 * 2.0 * T * T / (h + 2)
 
 
 class CounterNoise:
@@ -175,17 +90,15 @@ class CounterNoise:
                  seed: SeedLike, kind: str = "tree") -> None:
         if sparse and trials is not None:
             raise ParameterError("sparse: counters read at their own steps need one instance (trials=None)")
-        check_sketch_noise(kind)
+        source = sketch_noise_kind(kind)
         self.trials = trials
         self.cells = cells
         self.kind = kind
         self._R = 1 if trials is None else trials
         # Dense: a read of a subset reads all counters, so FastGaMe keeps them in lockstep (one
         # normal per counter and read). Sparse: one release of all, then reads name a few.
-        self._dense = kind == "tree" and not sparse
-        k = self._R * cells
-        self._source = (FastGaMe(T, sigma2, k, seed, lockstep=not sparse) if kind == "tree"
-                        else make_noise(kind, T, sigma2, k, seed))
+        self._dense = source.lockstep and not sparse
+        self._source = source.source(T, sigma2, self._R * cells, seed, lockstep=not sparse)
 
     @property
     def variance(self) -> float:

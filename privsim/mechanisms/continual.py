@@ -15,7 +15,9 @@ post-processing.) Every released value then has Var = (h + 1) s^2. That bound is
 The noise is one of three sources (:func:`continual_noise`, ``noise=`` of
 :class:`ContinualCounter`): ``"tree"`` (FastGaMe), ``"blt"`` (buffered linear Toeplitz,
 :mod:`privsim.mechanisms.blt`, exact rho from its sensitivity) and ``"laplace-tree"``
-(the tree with Laplace nodes, epsilon-DP, :class:`~privsim.mechanisms.LaplaceFastGaMe`).
+(the tree with Laplace nodes, epsilon-DP, :class:`~privsim.mechanisms.LaplaceFastGaMe`):
+each a :class:`~privsim.mechanisms.continual_kinds.ContinualNoise` (sampler, calibration,
+privacy map), named by :func:`~privsim.mechanisms.continual_kinds.noise_kind`.
 """
 
 from __future__ import annotations
@@ -28,18 +30,15 @@ from numpy.typing import ArrayLike, NDArray
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms._checks import integer, integer_values, positive
 from privsim.mechanisms._seeding import SeedLike
-from privsim.mechanisms.blt import DEFAULT_BUFFERS, BLTNoise, optimize_blt
+from privsim.mechanisms.blt import DEFAULT_BUFFERS
 from privsim.mechanisms.calibration import check_calibration, tree_sigma2
+from privsim.mechanisms.continual_kinds import NOISE_KINDS, noise_kind
 from privsim.mechanisms.noise_source import NoiseSource
-from privsim.mechanisms.tree import FastGaMe, LaplaceFastGaMe, tree_height
+from privsim.mechanisms.tree import tree_height
 from privsim.parties.rng import TrialRNG
 
 __all__ = ["ContinualCounter", "continual_sigma2", "continual_noise", "make_noise", "noise_scale",
            "NOISE_KINDS"]
-
-#: The noise sources of continual release, by the name ``noise=`` takes.
-NOISE_KINDS: tuple[str, ...] = ("tree", "blt", "laplace-tree")
-
 
 def continual_sigma2(T: int, rho: float, sensitivity: float = 1.0, calibration: str = "paper") -> float:
     """Node variance that makes the Gaussian tree over T steps rho-zCDP (the name scripts use).
@@ -54,12 +53,6 @@ def continual_sigma2(T: int, rho: float, sensitivity: float = 1.0, calibration: 
     3.0
     """
     return tree_sigma2(T, rho, sensitivity, calibration)
-
-
-def _check_kind(kind: str) -> str:
-    if kind not in NOISE_KINDS:
-        raise ParameterError(f"noise must be one of {', '.join(NOISE_KINDS)} (got {kind!r})")
-    return kind
 
 
 def noise_scale(kind: str, T: int, *, rho: float | None = None, epsilon: float | None = None,
@@ -99,16 +92,13 @@ def noise_scale(kind: str, T: int, *, rho: float | None = None, epsilon: float |
     >>> noise_scale("tree", 1024, rho=0.5), noise_scale("laplace-tree", 1024, epsilon=1.0)
     (3.0, 6.0)
     """
-    h = tree_height(T, minimum=2)
+    tree_height(T, minimum=2)
     check_calibration(calibration)
     sensitivity = positive("sensitivity", sensitivity, scalar=True)
-    if _check_kind(kind) == "laplace-tree":
-        epsilon = positive("epsilon", epsilon if epsilon is not None else math.nan, scalar=True)
-        return (h + 2) * sensitivity / (2.0 * epsilon)  # ||R e||_1 = (h + 2)/2 (appendix B's R)
-    rho = positive("rho", rho if rho is not None else math.nan, scalar=True)
-    if kind == "tree":
-        return tree_sigma2(T, rho, sensitivity, calibration)
-    return optimize_blt(T, buffers).sensitivity2(T) * sensitivity**2 / (2.0 * rho)
+    source = noise_kind(kind, calibration)
+    name, budget = ("epsilon", epsilon) if source.pure else ("rho", rho)
+    budget = positive(name, budget if budget is not None else math.nan, scalar=True)
+    return source.scale(T, budget, sensitivity, buffers=buffers)
 
 
 def make_noise(kind: str, T: int, scale: float, k: int = 1, seed: SeedLike | TrialRNG = None, *,
@@ -137,11 +127,7 @@ def make_noise(kind: str, T: int, scale: float, k: int = 1, seed: SeedLike | Tri
     >>> make_noise("laplace-tree", 16, 2.0).variance      # (h + 1) 2 b^2
     40.0
     """
-    if _check_kind(kind) == "tree":
-        return FastGaMe(T, scale, k=k, seed=seed)
-    if kind == "laplace-tree":
-        return LaplaceFastGaMe(T, scale, k=k, seed=seed)
-    return BLTNoise(T, scale, k=k, seed=seed, params=optimize_blt(T, buffers))
+    return noise_kind(kind).source(T, scale, k=k, seed=seed, buffers=buffers)
 
 
 def continual_noise(kind: str = "tree", T: int = 1024, *, rho: float | None = None,
@@ -256,12 +242,13 @@ class ContinualCounter:
         scale = noise_scale(noise, T, rho=rho, epsilon=epsilon, sensitivity=sensitivity,
                             calibration=calibration, buffers=buffers)
         self.kind, self.calibration = noise, calibration
-        self.rho = None if noise == "laplace-tree" else float(rho)  # type: ignore[arg-type]
-        self.epsilon = float(epsilon) if noise == "laplace-tree" else None  # type: ignore[arg-type]
+        self._kind = noise_kind(noise, calibration)
+        self.rho = None if self._kind.pure else float(rho)  # type: ignore[arg-type]
+        self.epsilon = float(epsilon) if self._kind.pure else None  # type: ignore[arg-type]
         self.sensitivity = float(sensitivity)
         #: The noise source (read it, do not query it).
-        self.noise = make_noise(noise, T, scale, k=k, seed=seed, buffers=buffers)
-        self.sigma2 = 2.0 * scale**2 if noise == "laplace-tree" else scale
+        self.noise = self._kind.source(T, scale, k=k, seed=seed, buffers=buffers)
+        self.sigma2 = self._kind.sigma2(scale)
         self.T, self.k = self.noise.T, self.noise.k
         self.h = tree_height(self.T)
         self._sum = np.zeros(self.k, dtype=np.float64)
@@ -321,7 +308,7 @@ class ContinualCounter:
                 f"update at t={t} is too late: step {self._last_query} was released, "
                 f"updates need t >= {self._last_query + 1}")
         values, keys = self._update_values(x, coords)
-        pure = self.kind == "laplace-tree"  # the Laplace mechanism bounds the l1 norm
+        pure = self._kind.pure  # the Laplace mechanism bounds the l1 norm
         norm = float(np.sum(np.abs(values)) if pure else np.sqrt(np.sum(values * values)))
         if not math.isfinite(norm) or norm > self.sensitivity * (1 + 1e-12):
             raise InputError(

@@ -234,8 +234,6 @@ class JoinSizeEstimator:
         ``sigma_co^2 = k (log2 T + 2)^2 / (8 rho)``). For BLT the variance grows with the
         step; this is its value at step T, the largest (:meth:`sigma2_at` for others).
         """
-        if self._kind == "tree":
-            return (self._h + 1) * self._sigma2_node
         return self._noise.variance
 
     def sigma2_at(self, t: int) -> float:
@@ -247,7 +245,7 @@ class JoinSizeEstimator:
         >>> js.sigma2_at(1) == js.sigma2_node, js.sigma2_at(16) == js.sigma2
         (True, True)
         """
-        return self.sigma2 if self._kind == "tree" else self._noise.variance_at(t)
+        return self._noise.variance_at(t)
 
     @property
     def words(self) -> int:

@@ -52,8 +52,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms import _checks
-from privsim.mechanisms._counter_noise import CounterNoise, check_sketch_noise, counter_noise, sketch_scale
+from privsim.mechanisms._counter_noise import CounterNoise, counter_noise, sketch_scale
 from privsim.mechanisms._seeding import SeedLike
+from privsim.mechanisms.continual_kinds import TREE, sketch_noise_kind
 from privsim.mechanisms.hashing import _spawn_seeds
 from privsim.mechanisms.sketch import SketchHashes, _scatter_add, _trial_count
 from privsim.mechanisms.tree import tree_height
@@ -266,10 +267,10 @@ class RangeCounter:
         self._released = False
         self._tree: CounterNoise | None
         self._box: tuple[tuple, NDArray, NDArray, NDArray] | None = None
-        check_sketch_noise(noise, calibration)
+        kind = sketch_noise_kind(noise, calibration)
         self._kind, self._calibration = noise, calibration
         if T is None:
-            if (noise, calibration) != ("tree", "paper"):
+            if kind is not TREE:
                 raise ParameterError(f"noise and calibration need T (got noise={noise!r}, calibration="
                                      f"{calibration!r}); the static structure is one Gaussian release")
             self._T: int | None = None
@@ -374,10 +375,7 @@ class RangeCounter:
         For BLT the variance grows with the step: this is its value at step T, the largest
         (:meth:`cell_variance_at` for others).
         """
-        if self._kind == "tree":
-            return (self._h + 1) * self._sigma2
-        assert self._tree is not None
-        return self._tree.variance
+        return self._sigma2 if self._tree is None else self._tree.variance
 
     def cell_variance_at(self, t: int) -> float:
         """Variance of the noise on a counter released at step t (:attr:`cell_variance` for the tree).
@@ -388,9 +386,7 @@ class RangeCounter:
         >>> rc.cell_variance_at(1) == rc.sigma2, rc.cell_variance_at(8) == rc.cell_variance
         (True, True)
         """
-        if self._tree is None or self._kind == "tree":
-            return self.cell_variance
-        return self._tree.variance_at(t)
+        return self.cell_variance if self._tree is None else self._tree.variance_at(t)
 
     @property
     def max_boxes(self) -> int:

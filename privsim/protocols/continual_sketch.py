@@ -51,7 +51,7 @@ Noise (``noise``, ``calibration``): the mechanisms' options, calibrated to the e
 its party-level claim is ``stream_rho`` at the paper's rho for that node variance (larger
 than the paper's); ``noise="blt"`` has the party-level rho ``rho * 4 ||C 1||^2 / max ||C e||^2``
 (BLT's C has positive entries: the worst stream moves all mass of a row the same way, see
-:func:`~privsim.mechanisms._counter_noise.sketch_stream_rho`). Both are upper bounds, as
+:mod:`privsim.mechanisms.continual_kinds`). Both are upper bounds, as
 the tree's is.
 
 Examples
@@ -74,16 +74,16 @@ from typing import Any
 import numpy as np
 
 from privsim.errors import InputError, ParameterError
-from privsim.mechanisms._counter_noise import SKETCH_NOISE_KINDS, check_sketch_noise, sketch_stream_rho
 from privsim.mechanisms._seeding import SeedLike
 from privsim.mechanisms.calibration import CALIBRATIONS
+from privsim.mechanisms.continual_kinds import SKETCH_NOISE_KINDS, sketch_noise_kind
 from privsim.mechanisms.join import REFRESH_MODES, TOUCHED_ASSUMPTION, JoinSizeEstimator
 from privsim.mechanisms.range_counting import RangeCounter, dyadic_boxes
 from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import TRIAL_BLOCK
 from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
-from privsim.protocols.continual_sum import MAX_T, check_horizon, check_stream_inputs, stream_rho
+from privsim.protocols.continual_sum import MAX_T, check_horizon, check_stream_inputs
 
 __all__ = ["ContinualRange", "ContinualJoin"]
 
@@ -110,19 +110,18 @@ class _SketchStream(Protocol):
 
     def validate(self) -> None:
         check_horizon(self.T)
-        check_sketch_noise(self.noise, self.calibration)
+        sketch_noise_kind(self.noise, self.calibration)
 
     # ------------------------------------------------------------ claims
     @property
     def rho_party(self) -> float:
         """zCDP towards one party's whole stream (its update may move at every step: mass 2 per row).
 
-        For the source chosen (:func:`~privsim.mechanisms._counter_noise.sketch_stream_rho`:
+        For the source chosen (:meth:`~privsim.mechanisms.continual_kinds.ContinualNoise.stream_loss`:
         the tree's bound at its node variance, BLT's from its sensitivity, C >= 0).
         """
-        if (self.noise, self.calibration) == ("tree", "paper"):
-            return stream_rho(self.rho, self.steps_per_round * self.T, change=2.0)
-        return sketch_stream_rho(self.noise, self.steps_per_round * self.T, self.rho, 2.0, self.calibration)
+        kind = sketch_noise_kind(self.noise, self.calibration)
+        return kind.stream_loss(self.steps_per_round * self.T, self.rho, 2.0)
 
     @property
     def assumption(self) -> str:

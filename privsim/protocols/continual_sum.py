@@ -102,9 +102,9 @@ import numpy as np
 
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms.accounting import zcdp_to_approx_dp
-from privsim.mechanisms.blt import optimize_blt
 from privsim.mechanisms.calibration import CALIBRATIONS
-from privsim.mechanisms.continual import NOISE_KINDS, make_noise, noise_scale
+from privsim.mechanisms.continual import noise_scale
+from privsim.mechanisms.continual_kinds import NOISE_KINDS, TREE, ContinualNoise, noise_kind
 from privsim.mechanisms.noise_source import NoiseSource
 from privsim.mechanisms.tree import FastGaMe, tree_height
 from privsim.network.schedule import CURATOR, Schedule
@@ -222,10 +222,10 @@ def stream_rho(rho_event: float, T: int, change: float = 1.0) -> float:
     >>> stream_rho(1.0, 2)         # T = 2: 2 * 4 / 3
     2.6666666666666665
     """
-    h = tree_height(T, minimum=2)
+    tree_height(T, minimum=2)
     if not (rho_event > 0 and change > 0 and math.isfinite(rho_event) and math.isfinite(change)):
         raise ParameterError(f"rho_event and change must be finite and > 0 (got {rho_event!r}, {change!r})")
-    return rho_event * change**2 * 2.0 * T * T / (h + 2)  # ||R v||^2 / ||R e||^2 = (T^2/2) / ((h+2)/4)
+    return TREE.stream_loss(T, rho_event, change)  # ||R v||^2 / ||R e||^2 = (T^2/2) / ((h+2)/4)
 
 
 class TreeNoise:
@@ -346,9 +346,18 @@ class ContinualSum(Protocol):
 
     # ------------------------------------------------------------ calibration
     @property
+    def kind(self) -> ContinualNoise:
+        """The curator's noise kind (sampler, calibration, privacy map)."""
+        return noise_kind(self.noise, self.calibration)
+
+    @property
     def pure(self) -> bool:
         """True for Laplace nodes: the claims are pure epsilon-DP, not zCDP."""
-        return self.noise == "laplace-tree"
+        return self.kind.pure
+
+    @property
+    def _budget(self) -> float:
+        return self.epsilon if self.pure else self.rho
 
     @property
     def scale(self) -> float:
@@ -357,21 +366,17 @@ class ContinualSum(Protocol):
             return noise_scale(self.noise, self.T, rho=self.rho, epsilon=self.epsilon,
                                sensitivity=self.sensitivity, calibration=self.calibration)
         # party level: the worst whole-stream change instead of one update
-        if self.noise == "tree":
-            return self.sensitivity**2 * self.T**2 / (4.0 * self.rho)  # ||R v||^2 <= Delta^2 T^2/2, Def. A.3
-        if self.noise == "blt":
-            return optimize_blt(self.T).stream2(self.T) * self.sensitivity**2 / (2.0 * self.rho)
-        return self.T * (self.h + 2) * self.sensitivity / (2.0 * self.epsilon)  # ||R v||_1 <= T (h+2)/2
+        return self.kind.stream_scale(self.T, self._budget, self.sensitivity)
 
     @property
     def sigma2(self) -> float:
         """Node variance s^2 (tree: (h + 2) Delta^2/(8 rho) for event, Delta^2 T^2/(4 rho) for party
         with the paper's calibration), the variance of z (blt), or 2 b^2 (laplace-tree)."""
-        return 2.0 * self.scale**2 if self.pure else self.scale
+        return self.kind.sigma2(self.scale)
 
     def make_noise(self, k: int = 1, seed: object = None) -> NoiseSource:
         """The curator's noise source (k coordinates; a TrialRNG seed makes them the trials)."""
-        return make_noise(self.noise, self.T, self.scale, k=k, seed=seed)  # type: ignore[arg-type]
+        return self.kind.source(self.T, self.scale, k=k, seed=seed)  # type: ignore[arg-type]
 
     @property
     def variance(self) -> float:
@@ -380,18 +385,9 @@ class ContinualSum(Protocol):
 
     def _loss(self, stream: bool) -> float:
         """rho (Gaussian) or epsilon (Laplace) towards one update (False) or one party's stream (True)."""
-        D, scale, T = self.sensitivity, self.scale, self.T
-        if self.pure:
-            event = (self.h + 2) * D / (2.0 * scale)  # Laplace mechanism on R x, ||R e||_1 = (h+2)/2
-            return T * event if stream else event  # triangle inequality over the T steps
-        if self.noise == "blt":
-            p = optimize_blt(T)
-            return (p.stream2(T) if stream else p.sensitivity2(T)) * D**2 / (2.0 * scale)  # exact (C >= 0)
-        if stream:
-            return D**2 * T**2 / (4.0 * scale)  # ||R v||^2 <= Delta^2 T^2/2 (module docstring)
-        # event level: the calibration's rho (the appendix-B bound, or exact); party level:
-        # the appendix-B bound at the party-level node variance
-        return self.rho if self.level == "event" else (self.h + 2) * D**2 / (8.0 * scale)
+        if self.level == "event" and not stream:
+            return self.kind.event_loss(self.T, self.scale, self.sensitivity, self._budget)
+        return self.kind.loss(self.T, self.scale, self.sensitivity, stream=stream)
 
     @property
     def rho_event(self) -> float:
