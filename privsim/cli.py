@@ -552,6 +552,9 @@ def bounds(
         raise ParameterError(f"audit: nothing to audit: {proto.name} at n = {spec.n}, t = {tt} has no lonely party "
                              "with neighbours (--audit needs one, e.g. randomized-response-distributed)")
     data: dict[str, Any] = {"protocol": proto.name, "params": proto.parameters, **report.to_dict()}
+    isolating = getattr(proto, "isolating_coalition", None)  # protocols with a server (secagg, secagg-plus)
+    if callable(isolating) and (found := isolating(spec.n, tt)) is not None:
+        data["isolating_coalition"], data["isolated_party"] = ",".join(map(str, found[0])), found[1]
     if audit_lonely:
         data["audit"] = _audit_lonely(proto, spec.with_overrides(trials=trials or 200_000), tt, target,
                                       max_memory=max_memory, progress=progress)

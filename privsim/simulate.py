@@ -151,6 +151,7 @@ class SimulationResult:
             "bits": self.bits,
             **accuracy_summary(self.estimate, self.true_value),
             **({} if self.wire_bytes is None else {"wire_bytes": self.wire_bytes}),
+            **{k: float(np.mean(v)) for k, v in (self.protocol.run_counts(self.outputs, self.n, self.t) or {}).items()},
         }
 
 
@@ -235,7 +236,7 @@ def execute(plan: RunPlan) -> SimulationResult:
         raise ValueError("execute runs one batch: pass plan.batch(i), or use run_plan")
     run = plan.transport.execute(plan)
     protocol, x = plan.protocol, plan.trial_inputs
-    truth = np.asarray(protocol.true_value(x))
+    truth = np.asarray(protocol.run_true_value(x, run.outputs))
     estimate = _checked_estimate(protocol, run.outputs, run.done_rounds, truth, plan.n, plan.t, plan.trials)
     return SimulationResult(
         protocol=protocol, n=plan.n, t=plan.t, trials=plan.trials, seed=plan.entropy, schedule=plan.schedule,
@@ -318,6 +319,8 @@ class RunSummary:
     series_example: tuple[np.ndarray, np.ndarray] | None = None
     #: Bytes on the wire over all batches (``transport="tcp"``), else ``None``.
     wire_bytes: int | None = None
+    #: Means per run of the protocol's own counts (:meth:`~privsim.Protocol.run_counts`), e.g. ``absent_messages``.
+    counts: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The fields of the ``privsim run --json`` contract (README, "CLI reference"), plus details."""
@@ -331,7 +334,7 @@ class RunSummary:
                 "series_error_std_mean": float(np.mean(self.series_error_std)),
                 "series_error_std_max": float(np.max(self.series_error_std)),
                 "series_abs_error_mean_max": float(np.max(np.abs(self.series_error_mean)))}),
-            **({} if self.wire_bytes is None else {"wire_bytes": self.wire_bytes}),
+            **({} if self.wire_bytes is None else {"wire_bytes": self.wire_bytes}), **self.counts,
         }
 
 
@@ -345,6 +348,9 @@ class _RunJob:
         out = {"messages": res.messages, "bits": res.bits, "rounds": res.rounds, "wire_bytes": res.wire_bytes,
                "estimate": est,
                "true_value": np.broadcast_to(np.asarray(res.true_value, dtype=float), est.shape).copy()}
+        counts = self.plan.protocol.run_counts(res.outputs, res.n, res.t)
+        if counts:  # summed here, averaged per run over all batches by run_plan
+            out["counts"] = {k: float(np.sum(v)) for k, v in counts.items()}
         series = self.plan.protocol.series(res.outputs, res.inputs)
         if series is not None:  # streaming per-step error moments, plus one example trial
             released, exact = series
@@ -419,4 +425,5 @@ def run_plan(plan: RunPlan, *, executor: Any = None, scheduler: str | None = Non
         estimate=np.concatenate([p["estimate"] for p in parts]),
         true_value=np.concatenate([p["true_value"] for p in parts]), executor=ex.name, batches=len(plan.batches),
         wire_bytes=None if first["wire_bytes"] is None else sum(p["wire_bytes"] for p in parts), **series,
+        counts={k: sum(p["counts"][k] for p in parts) / plan.trials for k in first.get("counts", {})},
     )

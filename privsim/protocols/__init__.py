@@ -48,6 +48,8 @@ _BUILTIN = {
     "leaky-rr": "privsim.protocols.leaky:LeakyRR",
     "shuffle-rr": "privsim.protocols.shuffle:ShuffleRR",
     "shuffle-sum": "privsim.protocols.shuffle_sum:ShuffleSum",
+    "secagg": "privsim.protocols.secagg:SecAgg",
+    "secagg-plus": "privsim.protocols.secagg:SecAggPlus",
 }
 
 

@@ -400,6 +400,19 @@ class Protocol:
         """The exact value the protocol estimates, per trial: inputs ``(trials, n, ...)`` -> ``(trials,)``."""
         return inputs.reshape(inputs.shape[0], -1).sum(axis=1)
 
+    def run_true_value(self, inputs: np.ndarray, outputs: dict[int | str, Any]) -> np.ndarray:
+        """The exact value a run estimates, per trial; default :meth:`true_value` of the inputs.
+
+        A protocol whose run decides what it sums (SecAgg's survivors, after dropouts)
+        overrides this to read that from the outputs.
+        """
+        return self.true_value(inputs)
+
+    def run_counts(self, outputs: dict[int | str, Any], n: int, t: int) -> dict[str, np.ndarray] | None:
+        """Optional per-trial counts a run reports beside messages (``(trials,)`` arrays by name),
+        e.g. SecAgg's ``absent_messages``; ``privsim run`` prints their means per run. Default ``None``."""
+        return None
+
     def estimate(self, outputs: dict[int | str, Any], n: int, t: int) -> np.ndarray:
         """The protocol's estimate per trial, from the parties' outputs."""
         raise NotImplementedError
