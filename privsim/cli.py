@@ -19,9 +19,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from privsim.analysis.plots import floor_text, plot_audit, plot_estimates, plot_series, remove_temp_files
+from privsim.analysis.plots import floor_text, plot_audit, plot_estimates, plot_series
 from privsim.cli_support import (
-    Interrupted,
     check_executor_flags,
     check_plot_path,
     check_resources,
@@ -35,6 +34,7 @@ from privsim.cli_support import (
     value_text,
 )
 from privsim.errors import ParameterError, PrivsimError
+from privsim.interrupts import interrupted
 from privsim.plan import plan_run
 from privsim.protocols import REGISTRY
 from privsim.scenario import RunSpec, load_scenario, make_inputs, parse_params, read_scenario_text
@@ -687,34 +687,17 @@ def main(argv: list[str] | None = None) -> None:
     prints one JSON object, as ``privsim run ... --json`` does.
     """
     _SCENARIO_FILE.clear()
-    with interruptible() as caught:
+    with interruptible():
         try:
             code = _dispatch(argv)
-        except BaseException as exc:  # noqa: B036 - an interruption may surface as any exception
-            if not caught and not isinstance(exc, Interrupted):
+        except BaseException:  # noqa: B036 - an interruption may surface as any exception
+            signum = interrupted(clear=True)
+            if signum is None:
                 raise
-            code = 128 + (caught[0] if caught else exc.signum)  # type: ignore[attr-defined]
             report_interruption()
-            _exit_interrupted(code)
+            code = 128 + signum
     if code is not None:  # a command that succeeds returns (callers of main() in Python go on)
         sys.exit(code)
-
-
-def _exit_interrupted(code: int) -> None:
-    # With Dask loaded, exit at once: interpreter shutdown would run its atexit handlers
-    # (closing a cluster whose workers are already dead takes seconds). Workers are ended
-    # and half-written figures removed first. Otherwise main() exits normally.
-    if "distributed" not in sys.modules:
-        return
-    import os
-
-    from privsim.executors import end_workers
-
-    end_workers()
-    remove_temp_files()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 #: Errors of writing the output (a full disk, a device error, a file over its size limit).

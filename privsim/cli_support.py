@@ -20,6 +20,7 @@ import re
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,6 +40,7 @@ from rich.progress import (
 from rich.table import Table
 
 from privsim.errors import ParameterError
+from privsim.interrupts import Interrupted, interrupt, interrupted
 
 __all__ = ["PLOT_FORMATS", "WIDTH", "Interrupted", "WORK", "check_executor_flags", "check_plot_path",
            "check_resources", "interruptible", "interrupted_line", "jsonable", "print_json", "progress_bar",
@@ -207,105 +209,52 @@ def progress_bar(total: int, label: str, *, unit: str = "batches", batches: int 
 
 
 # ------------------------------------------------------------------ interruption
-class Interrupted(BaseException):
-    """Raised in the main thread by SIGINT or SIGTERM (a BaseException: no ``except Exception`` stops it).
-
-    >>> Interrupted(2).signum, issubclass(Interrupted, Exception)
-    (2, False)
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-_CAUGHT: list[int] = []
-
-
-#: Seconds the command may take to unwind after a signal before it exits the hard way.
-UNWIND_SECONDS = 0.4
-
-
 def _on_signal(signum: int, frame: Any) -> None:
-    if _CAUGHT:  # a second signal while unwinding: already on the way out
+    if interrupted() is not None:  # a second signal while unwinding: already on the way out
         return
-    _CAUGHT.append(signum)
     from privsim.executors import end_workers
 
     end_workers()  # at once: an executor's close() would otherwise wait for running batches
-    import threading
-
-    # Unwinding thousands of party tasks (trio cancels each) can take seconds on a busy
-    # machine: past UNWIND_SECONDS the watchdog cleans up and exits (without running the
-    # remaining finally blocks).
-    watchdog = threading.Timer(UNWIND_SECONDS, _exit_now, args=(signum,))
-    watchdog.daemon = True
-    watchdog.start()
-    _WATCHDOG[:] = [watchdog]
-    raise Interrupted(signum)
-
-
-_WATCHDOG: list[Any] = []
-_REPORTING = __import__("threading").Lock()  # the interruption line is printed once, by one path
+    interrupt(signum)  # raises Interrupted here, or cancels the party loop, which then raises it
 
 
 def report_interruption() -> None:
-    """Print the interruption line on stderr (once: the watchdog may be about to print it itself).
+    """Print the interruption line on stderr.
 
     Example: ``report_interruption()`` prints ``interrupted after 3 of 10 batches``.
     """
-    _REPORTING.acquire()  # if the watchdog holds it, it is exiting the process: wait for that
-    for timer in _WATCHDOG:
-        timer.cancel()
     print(interrupted_line(), file=sys.stderr)
-    _REPORTING.release()
-
-
-def _exit_now(signum: int) -> None:
-    from privsim.analysis.plots import remove_temp_files
-    from privsim.executors import end_workers
-
-    if not _REPORTING.acquire(blocking=False):
-        return  # the command is printing the line itself
-    end_workers()
-    remove_temp_files()
-    try:
-        sys.stderr.write(interrupted_line() + "\n")
-        sys.stderr.flush()
-    finally:
-        os._exit(128 + signum)
 
 
 @contextmanager
-def interruptible() -> Iterator[list[int]]:
-    """Within the block, SIGINT and SIGTERM raise :class:`Interrupted` (worker processes are
-    ended first); yields the list that holds the signal caught, if any. Handlers are
-    restored on exit. Only in the main thread (elsewhere signals cannot be handled).
+def interruptible() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM stop the command with :class:`Interrupted`
+    (worker processes are ended first; a party loop unwinds through cancellation,
+    :func:`privsim.interrupts.interrupt`). Handlers are restored on exit. Only in the
+    main thread (elsewhere signals cannot be handled).
 
     Example (how :func:`privsim.cli.main` uses it)::
 
-        with interruptible() as caught:
+        with interruptible():
             try:
                 run_the_command()
             except BaseException:
-                if not caught:
+                if interrupted() is None:
                     raise
                 report_interruption()   # "interrupted after N of M batches"
-                sys.exit(128 + caught[0])
     """
-    _CAUGHT.clear()
-    import threading
-
+    interrupted(clear=True)
     if threading.current_thread() is not threading.main_thread():
-        yield _CAUGHT
+        yield
         return
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    hook = sys.unraisablehook
+    # raised where Python only reports it (a __del__): the signal is kept, the next run stops
+    sys.unraisablehook = lambda u: None if isinstance(u.exc_value, Interrupted) else hook(u)
     try:
-        yield _CAUGHT
+        yield
     finally:
-        for timer in _WATCHDOG:
-            timer.cancel()
-        _WATCHDOG.clear()
+        sys.unraisablehook = hook
         for s, handler in previous.items():
             signal.signal(s, handler)
 

@@ -17,10 +17,12 @@ presented as complete.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -31,6 +33,7 @@ from typing import Any
 import cloudpickle
 
 from privsim.errors import ExecutorError, ParameterError, PrivsimError
+from privsim.interrupts import Interrupted, check_interrupted, interrupt, interrupted
 
 __all__ = ["EXECUTORS", "DaskExecutor", "Executor", "LocalExecutor", "ProcessExecutor", "end_workers",
            "get_executor"]
@@ -55,7 +58,44 @@ def _run_blob(blob: bytes) -> bytes:
     # The same, its result pickled by cloudpickle (a process pool pickles with plain pickle,
     # which refuses classes defined in a script). Dask serializes _run_task's results
     # itself: arrays go out of band, without the copies a blob costs.
-    return cloudpickle.dumps(_run_task(blob))
+    if _WORKER_STATE["stopping"]:  # ended (end_workers): a batch queued before that is not started
+        raise Interrupted(signal.SIGTERM)
+    _WORKER_STATE["in_task"] = True
+    try:
+        return cloudpickle.dumps(_run_task(blob))
+    finally:
+        _WORKER_STATE["in_task"] = False
+
+
+# A process-pool worker's state: inside a task, and whether end_workers has stopped it.
+_WORKER_STATE = {"in_task": False, "stopping": False}
+
+
+def _on_stop(signum: int, frame: Any) -> None:
+    # SIGTERM in a process-pool worker. A worker killed while it writes a result to the
+    # pool's pipe leaves the pool's reader blocked on half a message for ever (close() and
+    # interpreter exit then hang), so the task is interrupted as the command is
+    # (privsim.interrupts: a party loop is cancelled and unwinds, other code raises
+    # Interrupted), its failure is written whole, and the pool's shutdown ends the worker.
+    # Outside a task (idle, or writing a result) the signal only marks the worker as stopping.
+    _WORKER_STATE["stopping"] = True
+    if _WORKER_STATE["in_task"]:
+        _WORKER_STATE["in_task"] = False  # once: the task's own finally blocks are not interrupted
+        interrupted(clear=True)  # (a second try, from _on_unraisable, acts again)
+        interrupt(signum)
+
+
+def _on_unraisable(hook: Callable[[Any], None]) -> Callable[[Any], None]:
+    # Interrupted raised where Python only reports it (a __del__ running when the signal came):
+    # the stop is tried again 10 ms later (SIGALRM), so that the task stops at its next step.
+    def report(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, Interrupted):  # (still inside the task it missed)
+            _WORKER_STATE["in_task"] = True
+            signal.setitimer(signal.ITIMER_REAL, 0.01)
+        else:
+            hook(unraisable)
+
+    return report
 
 
 #: Thread-count variables of the usual numerical libraries, set to 1 in our worker
@@ -69,6 +109,9 @@ def _init_worker() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_stop)  # end_workers stops the running task (see _on_stop)
+    signal.signal(signal.SIGALRM, _on_stop)  # (_on_unraisable's second try)
+    sys.unraisablehook = _on_unraisable(sys.unraisablehook)
     # Runs first in every worker process. Two workers whose BLAS calls each start a
     # thread per core oversubscribe the machine (and OpenBLAS threads spin while they
     # wait), slowing both: libraries loaded from now on read the variables, and those
@@ -99,7 +142,12 @@ class _Submitted(Iterator[Any]):
         self._results, self._cancel = results, cancel
 
     def __next__(self) -> Any:
-        return next(self._results)
+        check_interrupted()  # a signal swallowed where it landed (a __del__) stops the command here
+        try:
+            return next(self._results)
+        except KeyboardInterrupt:  # Ctrl-C in a script: the running batches are not waited for
+            end_workers()
+            raise
 
     def close(self) -> None:
         self._results.close()
@@ -155,18 +203,29 @@ _LIVE: weakref.WeakSet[Executor] = weakref.WeakSet()
 
 
 def end_workers() -> None:
-    """Kill the worker processes that live :class:`ProcessExecutor` pools and the LocalClusters
-    of :class:`DaskExecutor` started, now (on SIGINT/SIGTERM: ``close()`` would wait for the
-    batches they are running). Their pools are then broken and ``close()`` returns at once.
-    No other process is touched: a caller's own child processes keep running.
+    """End, now, the worker processes that live :class:`ProcessExecutor` pools and the
+    LocalClusters of :class:`DaskExecutor` started (on SIGINT/SIGTERM: ``close()`` would
+    otherwise wait for the batches they are running). No other process is touched: a
+    caller's own child processes keep running.
+
+    A process pool's workers get SIGTERM, which stops the task they run (a worker killed
+    while it writes a result would leave the pool's reader waiting for ever on half a
+    message); a batch queued behind it is not started, and ``close()`` then returns as soon
+    as the workers have left. Dask's workers are killed (its scheduler expects that).
 
     Example: the ``privsim`` command's SIGINT/SIGTERM handler calls ``end_workers()``
     before it unwinds (see :func:`privsim.cli_support.interruptible`).
     """
+    if "distributed" in sys.modules:  # the nannies and the scheduler would log the workers' deaths
+        for name in ["distributed", *logging.root.manager.loggerDict]:
+            if name == "distributed" or name.startswith("distributed."):
+                logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     for ex in list(_LIVE):
+        sig = signal.SIGTERM if isinstance(ex, ProcessExecutor) else signal.SIGKILL
+        ex._ended = True  # type: ignore[attr-defined]  # (a process pool is rebuilt by its next map)
         for pid in ex._worker_pids():  # type: ignore[attr-defined]
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, sig)
             except (OSError, TypeError):  # already gone
                 pass
 
@@ -192,6 +251,7 @@ class ProcessExecutor(Executor):
         if self.workers < 1:
             raise ParameterError(f"workers must be >= 1 (got {self.workers})")
         self._pool: ProcessPoolExecutor | None = None
+        self._ended = False  # end_workers() stopped the pool's workers
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -206,6 +266,8 @@ class ProcessExecutor(Executor):
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
         blobs = [cloudpickle.dumps((fn, item)) for item in items]
+        if self._ended:  # its workers were stopped: a fresh pool
+            self.close()
         pool = self._get_pool()
         futures = [pool.submit(_run_blob, b) for b in blobs]
         return _Submitted(self._results(blobs, futures, pool), lambda: [f.cancel() for f in futures if f is not None])
@@ -227,6 +289,11 @@ class ProcessExecutor(Executor):
                     raise ExecutorError(f"batch {index}: a worker process died twice; the run is incomplete "
                                         "and no result is reported") from exc
                 futures[index + 1:] = [pool.submit(_run_blob, b) for b in blobs[index + 1:]]
+            except Interrupted as exc:  # end_workers() stopped it (the caller is being interrupted)
+                if interrupted() is not None:  # the command's own signal: it unwinds as interrupted
+                    raise
+                raise ExecutorError(f"batch {index} was stopped by end_workers(); the run is incomplete "
+                                    "and no result is reported") from exc
             futures[index] = blobs[index] = fut = None  # a result taken is not held twice
             yield _unpack(cloudpickle.loads(blob), index, "in a worker process")
 
@@ -234,6 +301,7 @@ class ProcessExecutor(Executor):
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        self._ended = False
 
 
 class DaskExecutor(Executor):

@@ -270,15 +270,34 @@ def test_end_workers_ends_the_pools_workers_and_leaves_the_callers_child_alone()
         pids = ex._worker_pids()
         assert pids
         end_workers()
-        ex.close()  # the broken pool returns at once and reaps its workers
+        ex.close()  # the stopped workers leave at once and the pool reaps them
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(_running(p) for p in pids):
             time.sleep(0.05)
         assert not any(_running(p) for p in pids), "the pool's worker outlived end_workers()"
         assert own.is_alive(), "end_workers() killed a process the caller started"
+        assert list(ex.map(abs, [-3])) == [3]  # the executor goes on with a fresh pool
+        ex.close()
     finally:
         own.kill()
         own.join()
+
+
+def test_end_workers_stops_a_running_batch_without_breaking_the_pool():
+    # SIGTERM stops the task (a worker killed mid-write would leave the pool's reader
+    # waiting for ever): the batch fails as stopped, long before it would have ended.
+    from privsim.executors import end_workers
+
+    ex = ProcessExecutor(workers=1)
+    assert list(ex.map(abs, [-1])) == [1]  # the worker is up
+    results = ex.map(time.sleep, [600, 600])
+    time.sleep(0.5)  # (the first batch is running or about to; either way it must not run on)
+    start = time.monotonic()
+    end_workers()
+    with pytest.raises(ExecutorError, match="batch 0 was stopped by end_workers"):
+        next(results)
+    ex.close()  # the queued batch is not started: close() returns once the worker has left
+    assert time.monotonic() - start < 300, "the running batch was not stopped"
 
 
 def _running(pid: int) -> bool:

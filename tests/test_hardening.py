@@ -3,6 +3,7 @@ progress, help and output, plots."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -151,36 +152,58 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+_DONE = re.compile(rb"\s([1-9]\d*)/\d+\x1b\[0m (?:trials|batches)")  # the bar's count, once a batch is done
+
+
+def _left_running(pids: set[int], within: float = 10.0) -> list[int]:
+    """The processes of ``pids`` still running after ``within`` seconds (killed ones take a
+    moment to be reaped, and the pool's resource tracker to see its parent gone)."""
+    deadline = time.monotonic() + within
+    while (alive := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
 def _interrupt(args: list[str], tmp: Path, sig: int = signal.SIGINT) -> tuple[int, str, str, set[int], float]:
-    """Start ``privsim ARGS --progress``, wait for its bar (the run is under way), send ``sig``."""
-    env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "80"}
+    """Start ``privsim ARGS --progress``, wait for the run's own started signal, send ``sig``.
+
+    In process the bar is that signal (it shows once the first batch is under way); with an
+    executor, the bar's first finished batch (the workers are up and working). No sleeps:
+    a loaded machine only makes the wait longer.
+    """
+    env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "80", "PYTHONWARNINGS": "ignore"}  # (Dask's port notes)
     proc = subprocess.Popen([sys.executable, "-m", "privsim", *args, "--progress"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env)
     seen: list[bytes] = []
     started = threading.Event()
+    workers = "--executor" in args
 
     def read() -> None:
         for chunk in iter(lambda: proc.stderr.read1(4096), b""):  # type: ignore[union-attr]
             seen.append(chunk)
-            if b"%" in chunk:
+            if (_DONE.search(b"".join(seen[-2:])) if workers else b"%" in chunk):
                 started.set()
         started.set()
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    assert started.wait(120), "the command never showed its progress bar"
-    # The bar shows after a second of work: the run is under way; with processes, give the
-    # pool's workers a second to come up.
-    time.sleep(1.0 if "--executor" in args else 0.2)
-    workers = _descendants(proc.pid)
+    assert started.wait(120), "the run never showed that it had started"
+    children = _descendants(proc.pid)
     sent = time.perf_counter()
     proc.send_signal(sig)
-    out = proc.stdout.read().decode()  # type: ignore[union-attr]
-    code = proc.wait(timeout=60)
+    try:
+        code = proc.wait(timeout=60)  # (an interrupted run writes nothing on stdout: no pipe fills)
+    except subprocess.TimeoutExpired:
+        for pid in _descendants(proc.pid) | {proc.pid}:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait()
+        pytest.fail(f"still running 60 s after signal {sig}; stderr: {b''.join(seen)[-2000:]!r}")
     took = time.perf_counter() - sent
+    out = proc.stdout.read().decode()  # type: ignore[union-attr]
     reader.join(10)
     err = b"".join(seen).decode(errors="replace")
-    return code, out, err, workers, took
+    return code, out, err, children, took
 
 
 LONG = {
@@ -192,8 +215,10 @@ LONG = {
 
 @pytest.mark.parametrize("command, executor, sig", [("run", "local", signal.SIGINT), ("audit", "local", signal.SIGINT),
                                                     ("run", "processes", signal.SIGTERM),
-                                                    ("audit", "processes", signal.SIGINT)])
+                                                    ("audit", "processes", signal.SIGINT),
+                                                    ("run", "dask", signal.SIGTERM)])
 def test_interrupt_stops_cleanly(tmp_path, command, executor, sig):
+    # through trio's cancellation (no os._exit, no watchdog): the exit code, one line, no worker left
     args = LONG[command] + (["--executor", executor, "--workers", "2"] if executor != "local" else [])
     code, out, err, workers, _ = _interrupt(args, tmp_path, sig)
     assert code == 128 + sig
@@ -201,10 +226,49 @@ def test_interrupt_stops_cleanly(tmp_path, command, executor, sig):
     lines = [ln for ln in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", err).replace("\r", "\n").splitlines()
              if ln.strip() and "%" not in ln and not ln.startswith("privsim: this will take")]
     assert len(lines) == 1 and re.fullmatch(r"interrupted after \d+ of \d+ batches", lines[0]), err
-    if executor == "processes":
-        assert workers, "the pool's workers were not running"
-    time.sleep(0.5)
-    assert not [p for p in workers if _alive(p)], "worker processes left behind"
+    if executor != "local":
+        assert workers, "the executor's workers were not running"
+    assert not _left_running(workers), "worker processes left behind"
+
+
+_TCP_SCRIPT = """
+import subprocess, sys
+import numpy as np
+import privsim.transport.launcher as launcher
+from privsim.protocols import RandomizedResponse
+
+own = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+print(own.pid, flush=True)
+barrier = launcher._start_barrier
+
+def starting(*args, **kwargs):
+    print("starting", flush=True)  # the run's own signal: every party process exists, none has set up
+    return barrier(*args, **kwargs)
+
+launcher._start_barrier = starting
+launcher.TcpTransport(timeout=30).run(RandomizedResponse(), np.zeros(8), t=1, trials=10, seed=0)
+"""
+
+
+def test_sigint_stops_the_tcp_api_while_parties_start(tmp_path):
+    # A script driving TcpTransport.run: Ctrl-C while the parties start is KeyboardInterrupt,
+    # no party process is left, and the script's own child process keeps running.
+    script = tmp_path / "drive.py"
+    script.write_text(_TCP_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    own = int(proc.stdout.readline())  # type: ignore[union-attr]
+    try:
+        assert proc.stdout.readline() == "starting\n"  # type: ignore[union-attr]
+        parties = _descendants(proc.pid) - {own}
+        proc.send_signal(signal.SIGINT)
+        code, err = proc.wait(timeout=60), proc.stderr.read()  # type: ignore[union-attr]
+        assert code == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), err
+        assert len(parties) >= 9, "the party processes were not started"
+        assert not _left_running(parties), "party processes left behind"
+        assert _alive(own), "the script's own child process was ended"
+    finally:
+        os.kill(own, signal.SIGKILL)
 
 
 def _child_cpu(args: list[str]) -> tuple[subprocess.CompletedProcess, float]:

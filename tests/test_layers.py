@@ -1,6 +1,6 @@
 """privsim's modules import only downward, and never in a cycle (docs/architecture.md, "Layers").
 
-Layers, from the bottom: errors; network (schedule, messages, inboxes); parties; mechanisms;
+Layers, from the bottom: errors and interrupts; network (schedule, messages, inboxes); parties; mechanisms;
 privacy claims; protocols; the engine (simulate, results, views, executors, scenarios,
 transports); analysis; the command line; the package itself. A module may import its own
 layer or any below it. Both checks read every runtime import, those inside functions too
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent / "privsim"
 
 #: (prefix, layer): the longest matching prefix of a module's dotted name decides.
 LAYERS = [
-    ("privsim.errors", 0),
+    ("privsim.errors", 0), ("privsim.interrupts", 0),
     ("privsim.network", 1),
     ("privsim.parties", 2),
     ("privsim.mechanisms", 3),

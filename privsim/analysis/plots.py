@@ -6,27 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TEMP_FILES", "floor_text", "lattice_bins", "plot_audit", "plot_estimates", "plot_series",
-           "remove_temp_files"]
-
-#: Figures being written (temporary files next to their targets), removed by
-#: :func:`_save`, or by :func:`remove_temp_files` when a command is interrupted.
-TEMP_FILES: set[str] = set()
-
-
-def remove_temp_files() -> None:
-    """Remove the temporary files still registered in :data:`TEMP_FILES` (an interrupted command).
-
-    >>> import os, tempfile; fd, path = tempfile.mkstemp(); os.close(fd); TEMP_FILES.add(path)
-    >>> remove_temp_files(); os.path.exists(path)
-    False
-    """
-    import os
-
-    for path in list(TEMP_FILES):
-        if os.path.exists(path):
-            os.unlink(path)
-        TEMP_FILES.discard(path)
+__all__ = ["floor_text", "lattice_bins", "plot_audit", "plot_estimates", "plot_series"]
 
 
 def _pyplot() -> Any:
@@ -47,7 +27,6 @@ def _save(fig: Any, path: str) -> None:
     folder, name = os.path.split(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=os.path.splitext(path)[1])
     os.close(fd)
-    TEMP_FILES.add(tmp)
     try:
         fig.savefig(tmp, dpi=120)
         umask = os.umask(0)
@@ -55,7 +34,6 @@ def _save(fig: Any, path: str) -> None:
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 is for the temporary; the figure is the user's
         os.replace(tmp, path)
     finally:
-        TEMP_FILES.discard(tmp)
         if os.path.exists(tmp):
             os.unlink(tmp)
 

@@ -2,6 +2,12 @@
 
 Both runtimes use this module: the in-process engine (:mod:`privsim.transport.local`, on
 trio or asyncio) and a party process over TCP (:mod:`privsim.transport.party`).
+
+An interruption (:func:`privsim.interrupts.interrupt`, called by the ``privsim`` command's
+SIGINT/SIGTERM handler) never raises inside a loop's machinery: while :func:`run_parties`
+runs, it cancels the run (trio's cancel scope, asyncio's main task, from the signal handler
+through the loop's thread-safe entry), the parties unwind through cancellation and
+:class:`~privsim.interrupts.Interrupted` is raised once the loop has returned.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import trio
 from privsim.errors import PartyFailure, PrivsimError
 from privsim.network.backend import check_backend
 from privsim.network.schedule import CURATOR, id_key
+from privsim.interrupts import cancellable, on_cancel
 from privsim.parties.context import PartyContext, PartyNetwork
 
 if TYPE_CHECKING:
@@ -87,18 +94,24 @@ def run_parties(backend: str, protocol: Any, contexts: list[PartyContext], net: 
     check_backend(backend)
 
     async def main_trio() -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(net.watchdog)
-            for ctx in contexts:
-                nursery.start_soon(run_party, protocol.curator if ctx.is_curator else protocol.party, ctx, net)
+        token = trio.lowlevel.current_trio_token()
+        with trio.CancelScope() as scope:
+            on_cancel(lambda: token.run_sync_soon(scope.cancel, idempotent=True))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(net.watchdog)
+                for ctx in contexts:
+                    nursery.start_soon(run_party, protocol.curator if ctx.is_curator else protocol.party, ctx, net)
 
     async def main_asyncio() -> None:
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        on_cancel(lambda: loop.call_soon_threadsafe(task.cancel))  # type: ignore[union-attr]
         async with asyncio.TaskGroup() as group:
             group.create_task(net.watchdog())
             for ctx in contexts:
                 group.create_task(run_party(protocol.curator if ctx.is_curator else protocol.party, ctx, net))
 
-    if backend == "trio":
-        trio.run(main_trio, strict_exception_groups=True)
-    else:
-        asyncio.run(main_asyncio())
+    with cancellable():
+        if backend == "trio":
+            trio.run(main_trio, strict_exception_groups=True)
+        else:
+            asyncio.run(main_asyncio())

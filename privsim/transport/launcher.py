@@ -260,6 +260,10 @@ class _Forked:
             return
         code = 70  # the child: never returns into the caller's code
         try:
+            # a party process as a spawned one starts: Ctrl-C is KeyboardInterrupt, SIGTERM ends it
+            # (not the caller's handlers: the launcher ends its parties itself)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             for sock in others:
                 sock.close()
             for fd in parent_fds:  # the launcher's ends of the start barrier
