@@ -13,6 +13,7 @@ from privsim.cli import main
 from privsim.errors import ParameterError, PartyFailure
 from privsim.mechanisms import secagg_crypto as crypto
 from privsim.protocols.secagg import ABSENT, SecAgg, SecAggPlus, choose_k
+from privsim.protocols.secure_sum import SecureSum
 
 X8 = [1, 0, 1, 1, 0, 1, 1, 1]
 MAKERS = [("secagg", lambda **kw: SecAgg(**kw)), ("secagg-plus", lambda **kw: SecAggPlus(k=4, **kw))]
@@ -90,15 +91,31 @@ def test_the_survivors_noise_has_the_survivors_variance():
     proto = SecAgg(noise="discrete-gaussian", epsilon=1.0, dropout="2@masked-input,5@share-keys")
     trials = 3000
     res = privsim.simulate(proto, X8, trials=trials, seed=11, t=2)
-    var = proto.family.shares_variance(proto.shares_count(8, 2), 6)
+    var = proto.family_for(8, 2).shares_variance(proto.shares_count(8, 2), 6) / proto.units(8, 2) ** 2
     err = res.error
     assert abs(err.mean()) < 5 * (var / trials) ** 0.5
     assert abs(err.var() - var) < 5 * var * (2 / trials) ** 0.5 * 1.2  # sd of a sample variance (kurtosis ~3)
 
 
+@pytest.mark.parametrize("noise", ["discrete-gaussian", "skellam"])
+def test_integer_noise_lives_on_the_secure_sums_finer_grid(noise):
+    # Issue 26's grid: at n = 1024 the noise is the secure sum's (about the real Gaussian's),
+    # not the sqrt(n)-times larger one of unit-grid shares of variance sigma^2/m each.
+    plus, ref = SecAggPlus(noise=noise, epsilon=1.0), SecureSum(noise=noise, epsilon=1.0)
+    assert plus.units(1024, 5) == ref.units(1024, 5) > 1
+    assert plus.noise_variance(1024, 5) == pytest.approx(ref.noise_variance(1024, 5), rel=1e-12)
+    claim = plus.privacy(("C",), 1024, 5)  # the server: all n honest shares, calibrated for m = n - t
+    assert claim.delta == 1e-6 and 0.9 < claim.epsilon <= 1.0
+    trials, n = 1200, 64
+    res = privsim.simulate(plus, (np.arange(n) < n // 2).astype(np.int64), trials=trials, seed=5, t=5, record=False)
+    var = plus.noise_variance(n, 5)
+    assert abs(res.error.mean()) < 5 * (var / trials) ** 0.5
+    assert abs(res.error.var() - var) < 5 * var * (2 / trials) ** 0.5 * 1.2  # sd of a sample variance
+
+
 def test_claims_follow_the_surviving_noise_and_refuse_an_isolating_coalition():
     proto = SecAgg(noise="discrete-gaussian", dropout="2@masked-input")
-    assert proto.privacy(("C", 0), 8, 2) == proto.family.privacy(8 - 1 - 1, proto.shares_count(8, 2))
+    assert proto.privacy(("C", 0), 8, 2) == proto.family_for(8, 2).privacy(8 - 1 - 1, proto.shares_count(8, 2))
     assert proto.privacy(("C", 0, 1, 3), 8, 2) is None  # more than t clients
     plus = SecAggPlus(k=4, noise="discrete-gaussian")
     nb = plus.neighbours(10)[3]

@@ -316,6 +316,15 @@ def test_values_survive_the_wire_bit_for_bit(dtype, shape, seed):
     assert back[1:] == (value[()] if value.ndim == 0 else 3, [2.5, None])
 
 
+def test_an_empty_array_beyond_numpys_index_range_is_a_frame_error():
+    # shape (0, 2^60): zero elements, yet np.empty refuses it (hypothesis found it)
+    good = encode_value(np.zeros((0, 2), dtype=np.int64))
+    big = good.replace((2).to_bytes(8, "big"), (1 << 60).to_bytes(8, "big"), 1)
+    assert big != good and decode_value(good).shape == (0, 2)
+    with pytest.raises(FrameError, match="beyond numpy's index range"):
+        decode_value(big)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=200))
 def test_hostile_payloads_raise_only_frame_errors(data):

@@ -82,7 +82,7 @@ from privsim.mechanisms.sharing import reconstruct
 from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import PartyContext
 from privsim.protocols.base import Param, Privacy
-from privsim.protocols.secure_sum import WRAP_FAILURE_LOG2, DistributedNoiseSum
+from privsim.protocols.secure_sum import DistributedNoiseSum
 
 __all__ = ["ABSENT", "SecAgg", "SecAggPlus", "choose_k", "harary_neighbours", "parse_dropout"]
 
@@ -253,13 +253,6 @@ class SecAgg(DistributedNoiseSum):
         """m: the shares that make the central noise (n - t - ceil(tolerate n))."""
         return n - t - math.ceil(self.tolerate * n)
 
-    def noise_bound(self, n: int, t: int) -> float:
-        return float(self.family.tail_bound(self.shares_count(n, t), n, WRAP_FAILURE_LOG2))
-
-    def noise_variance(self, n: int, t: int) -> float:
-        """The variance of all n clients' noise (fewer survive a dropout)."""
-        return float(self.family.shares_variance(self.shares_count(n, t), n))
-
     # ------------------------------------------------------------------ routines
     async def party(self, ctx: PartyContext) -> None:
         n, me, r = ctx.n, ctx.id, ctx.t + 1
@@ -270,7 +263,8 @@ class SecAgg(DistributedNoiseSum):
         alive = [drops > s for s in range(len(self.stages))]
         secret = crypto.secret_keys(ctx.rng, ())
         seed = ctx.rng.integers(0, crypto.PRIME, size=())
-        noise = self.family.share(ctx.rng, self.shares_count(n, ctx.t), size=())
+        units = self.units(n, ctx.t)  # the integer noises on a finer grid (DistributedNoiseSum.units)
+        noise = self.family_for(n, ctx.t).share(ctx.rng, self.shares_count(n, ctx.t), size=())
         # advertise-keys (round 1); the neighbours' keys come back in round 2
         ctx.send(CURATOR, np.where(alive[0], crypto.public_key(secret), ABSENT))
         await ctx.end_round()
@@ -286,7 +280,7 @@ class SecAgg(DistributedNoiseSum):
         got = np.stack([inbox[v][:, 0] != ABSENT for v in nb], axis=1)  # (R, k)
         masks = crypto.prg(crypto.agree(secret[:, None], np.maximum(pks, 1)), q)  # PRG(s_uv), (R, k)
         pairwise = np.where(got, np.where(np.asarray(nb) > me, masks, (q - masks) % q), 0)
-        y = reconstruct(np.concatenate([((np.asarray(ctx.input, dtype=np.int64) + noise) % q)[:, None],
+        y = reconstruct(np.concatenate([((np.asarray(ctx.input, dtype=np.int64) * units + noise) % q)[:, None],
                                         crypto.prg(seed, q)[:, None], pairwise], axis=1), q)
         masked = np.concatenate([y[:, None], got.astype(np.int64)], axis=1)
         ctx.send(CURATOR, np.where(alive[2][:, None], masked, ABSENT))
@@ -336,7 +330,8 @@ class SecAgg(DistributedNoiseSum):
         await ctx.end_round()
         inbox = await ctx.end_round()
         total = self._unmask(inbox, pks, masked, u3, nbs, r, q, ctx.round - 1, trials)
-        ctx.output(np.concatenate([self.decode(total, q)[:, None], u3.astype(np.int64)], axis=1))
+        released = np.asarray(self.decode(total, q, self.units(n, ctx.t)))  # int64, or float on a finer grid
+        ctx.output(np.concatenate([released[:, None], u3.astype(np.int64)], axis=1))
 
     def _need(self, have: np.ndarray, r: int, stage: str, rnd: int, what: str) -> None:
         count = have.sum(axis=1)
@@ -424,7 +419,7 @@ class SecAgg(DistributedNoiseSum):
         fraction, fixed = parse_dropout(self.dropout, n, self.stages)
         before = sum(1 for u, s in fixed.items() if s <= self.stages.index("masked-input") and u not in members)
         lost = max(before, math.ceil(self.tolerate * n)) if fraction > 0 else before
-        claim = self.family.privacy(n - len(members) - lost, self.shares_count(n, t))
+        claim = self.family_for(n, t).privacy(n - len(members) - lost, self.shares_count(n, t))
         if claim is not None and fraction > 0:
             claim = claim.assuming(f"at most {lost} honest clients drop before their masked input (dropout "
                                    f"{fraction} per client: a binomial tail of the run)")
@@ -486,7 +481,7 @@ class SecAgg(DistributedNoiseSum):
                       for i, h in enumerate(holders)]
         sign = np.where(np.asarray(nb) > j, 1, -1)
         xj, xpj = float(np.asarray(ctx.x)[j]), float(np.asarray(ctx.x_prime)[j])
-        decode = self.decode
+        decode, units = self.decode, self.units(n, t)
 
         def score(views: np.ndarray) -> np.ndarray:
             ints = np.rint(views).astype(np.int64)
@@ -503,7 +498,7 @@ class SecAgg(DistributedNoiseSum):
             pairwise = np.where(got, np.where(sign > 0, masks, (q - masks) % q), 0)
             total = reconstruct(np.concatenate([ints[:, y_col:y_col + 1] % q, ((q - crypto.prg(b_j, q)) % q)[:, None],
                                                 (q - pairwise) % q], axis=1), q)
-            v = np.asarray(decode(total, q), dtype=float)  # x_j + N_j
+            v = np.asarray(decode(total, q, units), dtype=float)  # x_j + N_j
             return (v - (xj + xpj) / 2) * np.sign(xj - xpj)  # the integer families are log-concave: MLR in v
 
         return score

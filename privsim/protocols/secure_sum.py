@@ -280,6 +280,14 @@ class DistributedNoiseSum(IntegerInputs):
         """Encoded units per unit of the sum: 2^digits in fixed point, else 1."""
         return 2 ** self.digits if self.fixed_point else 1
 
+    def shares_count(self, n: int, t: int) -> int:
+        """m: any m honest parties' noise shares sum to the full central noise (n - t here).
+
+        >>> SecureSum().shares_count(10, 3)
+        7
+        """
+        return n - t
+
     def units(self, n: int, t: int) -> int:
         """Encoded units per unit of the sum: 2^digits in fixed point, 1/granularity for the granular noises.
 
@@ -303,7 +311,7 @@ class DistributedNoiseSum(IntegerInputs):
             return int(round(1.0 / self.granularity))
         fam = self.family
         central = self.sensitivity**2 / (2.0 * fam.rho) if self.noise == "discrete-gaussian" else fam.mu
-        need = max(2.0**12, 4.0 * (n - t)) / central
+        need = max(2.0**12, 4.0 * self.shares_count(n, t)) / central
         return 1 if need <= 1 else 1 << int(math.ceil(0.5 * math.log2(need)))
 
     def family_for(self, n: int, t: int) -> NoiseFamily:
@@ -332,9 +340,10 @@ class DistributedNoiseSum(IntegerInputs):
         >>> SecureSum(noise="laplace", epsilon=1.0).noise_variance(10, 2)
         2.5
         """
+        m = self.shares_count(n, t)
         if self.fixed_point:
-            return float(self.family.shares_variance(n - t, n))
-        return float(self.family_for(n, t).shares_variance(n - t, n)) / self.units(n, t) ** 2
+            return float(self.family.shares_variance(m, n))
+        return float(self.family_for(n, t).shares_variance(m, n)) / self.units(n, t) ** 2
 
     def rounding_bound(self, n: int) -> float:
         """The largest |released - (sum + noise)| that fixed-point rounding causes: n 2^-(digits+1).
@@ -350,7 +359,7 @@ class DistributedNoiseSum(IntegerInputs):
         >>> SecureSum(noise="discrete-laplace").noise_bound(1, 0)  # one discrete Laplace, b = 1
         28.0
         """
-        bound = self.family_for(n, t).tail_bound(n - t, n, WRAP_FAILURE_LOG2)
+        bound = self.family_for(n, t).tail_bound(self.shares_count(n, t), n, WRAP_FAILURE_LOG2)
         return self.scale * bound + n / 2 if self.fixed_point else float(bound)
 
     def modulus_for(self, n: int, t: int) -> int:
@@ -404,7 +413,7 @@ class DistributedNoiseSum(IntegerInputs):
     # ------------------------------------------------------------------ encoding
     def contribution(self, ctx: PartyContext, q: int) -> np.ndarray:
         """This party's secret mod q: its input plus its noise share, encoded (trial axis first)."""
-        m = ctx.n - ctx.t  # any m honest parties hold the full central noise
+        m = self.shares_count(ctx.n, ctx.t)  # any m honest parties hold the full central noise
         x = np.asarray(ctx.input, dtype=np.int64) * self.units(ctx.n, ctx.t) % q  # exact: integer inputs
         noise_share = self.family_for(ctx.n, ctx.t).share(ctx.rng, m, size=())
         if self.family.integer:

@@ -270,7 +270,10 @@ def _decode_array(buf: memoryview, pos: int) -> tuple[np.ndarray, int]:
     size = count * dtype.itemsize
     end = _take(buf, stop, size, "array data")
     if count == 0:  # frombuffer refuses an offset at the very end of the buffer
-        arr = np.empty(shape, dtype=dtype)
+        try:
+            arr = np.empty(shape, dtype=dtype)
+        except ValueError:  # e.g. (0, 2^60): empty, yet beyond what numpy can index
+            raise FrameError(f"payload: array shape {shape} is beyond numpy's index range") from None
         arr.flags.writeable = False
         return arr, end
     return np.frombuffer(buf, dtype=dtype, count=count, offset=stop).reshape(shape), end
