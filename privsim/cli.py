@@ -372,6 +372,7 @@ def views(
     if json_out:
         print_json(view.to_dict(trials=spec.trials))
         return
+    stages = proto.round_stages(spec.n, tt)  # type: ignore[arg-type]  # e.g. secagg's, beside the round
     for i in range(spec.trials):
         table = Table(title=f"view of coalition {{{', '.join(map(str, view.coalition))}}}, trial {i}")
         for col in ("round", "from", "to", "value"):
@@ -382,7 +383,7 @@ def views(
             for k, d in enumerate(view.randomness.get(m, [])):
                 table.add_row("-", f"rand #{k}", str(m), _short(view.trial_value(d, i)))
         for r, s, d, v in view.rows(i):
-            table.add_row(str(r), str(s), str(d), _short(v))
+            table.add_row(f"{r} {stages[r - 1]}" if stages else str(r), str(s), str(d), _short(v))
         for m, v in view.outputs.items():
             table.add_row("-", "output", str(m), _short(view.trial_value(v, i)))
         stdout.print(table)

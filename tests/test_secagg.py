@@ -178,3 +178,15 @@ def test_bounds_names_the_isolating_coalition(capsys):
 def test_a_modulus_must_be_a_power_of_two():
     with pytest.raises(ParameterError, match="power of two"):
         SecAgg(modulus=1000)
+
+
+def test_views_name_each_rounds_stage(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    main(["views", "--protocol", "secagg", "--n", "5", "--t", "2", "--trials", "1", "--coalition", "C"])
+    out = capsys.readouterr().out
+    proto = SecAgg()
+    assert len(proto.round_stages(5, 2)) == proto.schedule(5, 2).rounds == 8
+    for r, stage in enumerate(proto.round_stages(5, 2), start=1):
+        if r != 3:  # share-keys travel between clients: the server sees none
+            assert f"{r} {stage}" in out, stage
+    assert "3 share-keys" not in out

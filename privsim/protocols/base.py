@@ -408,6 +408,15 @@ class Protocol:
         """
         return self.true_value(inputs)
 
+    def round_stages(self, n: int, t: int) -> list[str] | None:
+        """Optional names of the protocol's stages, one per round of :meth:`schedule`
+        (``privsim views`` shows them beside the round); default ``None``.
+
+        >>> Protocol().round_stages(4, 1) is None
+        True
+        """
+        return None
+
     def run_counts(self, outputs: dict[int | str, Any], n: int, t: int) -> dict[str, np.ndarray] | None:
         """Optional per-trial counts a run reports beside messages (``(trials,)`` arrays by name),
         e.g. SecAgg's ``absent_messages``; ``privsim run`` prints their means per run. Default ``None``."""

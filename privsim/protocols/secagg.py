@@ -238,6 +238,17 @@ class SecAgg(DistributedNoiseSum):
         rounds += [from_c, to_c]
         return Schedule(n, rounds, curator=True)
 
+    def round_stages(self, n: int, t: int) -> list[str]:
+        """The published stage of each round (the rounds of :meth:`schedule`).
+
+        >>> SecAggPlus().round_stages(8, 2)
+        ['advertise-keys', 'advertise-keys (keys back)', 'share-keys', 'masked-input', 'unmasking (survivors)', 'unmasking (shares)']
+        """
+        stages = ["advertise-keys", "advertise-keys (keys back)", "share-keys", "masked-input"]
+        if "consistency-check" in self.stages:
+            stages += ["consistency-check (survivors)", "consistency-check (signatures)"]
+        return [*stages, "unmasking (survivors)", "unmasking (shares)"]
+
     def _drops(self, ctx: PartyContext) -> np.ndarray:
         # The stage index at which this client stops, per trial (len(stages): never).
         fraction, fixed = parse_dropout(self.dropout, ctx.n, self.stages)
