@@ -15,7 +15,8 @@ class Relay(Protocol):
 
     name = "test-relay"
     input_values = None
-    fault = Param("none", type=str, choices=["none", "die", "hang", "raise"], doc="what party 1 does in round 2")
+    fault = Param("none", type=str, choices=["none", "die", "hang", "raise", "no-output"],
+                  doc="what party 1 does in round 2 (no-output: it returns without ctx.output)")
 
     def schedule(self, n, t):
         return Schedule(n, [[(i, (i + 1) % n) for i in range(n)] for _ in range(3)])
@@ -32,7 +33,8 @@ class Relay(Protocol):
                     raise RuntimeError("boom")
             ctx.send((ctx.id + 1) % ctx.n, ctx.input + r)
             total = total + (await ctx.end_round())[(ctx.id - 1) % ctx.n]
-        ctx.output(total)
+        if not (ctx.id == 1 and self.fault == "no-output"):
+            ctx.output(total)
 
     def estimate(self, outputs, n, t):
         return sum(outputs[i] for i in range(n))

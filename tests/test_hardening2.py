@@ -82,6 +82,10 @@ ROWS = [
     (["run", "--protocol", "secure-sum", "--n", "2", "--inputs", "[1e308, 1]"], "1e+308 at index (0,) does not fit"),
     ([*RR, "--param", "epsilon=1e-320"], "epsilon = 1e-320 is too small to compute with"),
     (["run", "--protocol", "secure-sum", "--n", "2", "--inputs", "[5, 1]"], "party 0 has 5, outside"),
+    (["run", "--protocol", "secure-sum", "--n", "4", "--param", "noise=gaussian", "--param", "rho=0.5",
+      "--param", "epsilon=3"], "rho, epsilon: give one (rho = 0.5 calibrates the noise, so epsilon = 3.0"),
+    (["run", "--protocol", "central-gaussian", "--n", "4", "--param", "rho=0.5", "--param", "epsilon=3"],
+     "set rho = 0 to calibrate to (epsilon, delta)"),
 ]
 
 

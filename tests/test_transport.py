@@ -119,6 +119,16 @@ def test_a_party_that_dies_or_hangs_stops_the_run_and_leaves_no_process(fault, t
     assert children() <= before
 
 
+def test_a_missing_output_is_named_as_in_process():
+    # the estimator's KeyError is one line naming the party and the round, over TCP too
+    messages = []
+    for transport in ("local", TcpTransport(timeout=30)):
+        with pytest.raises(PartyFailure, match=r"party 1, round 4: finished without an output") as caught:
+            privsim.simulate(Relay(fault="no-output"), np.arange(3), trials=2, seed=1, transport=transport)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+
+
 def test_a_routine_error_is_reported_as_in_process():
     with pytest.raises(PartyFailure) as local:
         privsim.simulate(Relay(fault="raise"), np.arange(3), seed=1)

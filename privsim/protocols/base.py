@@ -26,7 +26,7 @@ from privsim.protocols.columns import Column
 if TYPE_CHECKING:
     from privsim.parties.context import PartyContext
 
-__all__ = ["AuditScoreContext", "Param", "Privacy", "Protocol", "REQUIRED", "claim_for"]
+__all__ = ["AuditScoreContext", "Param", "Privacy", "Protocol", "REQUIRED", "check_rho_or_epsilon", "claim_for"]
 
 REQUIRED: Any = object()
 
@@ -490,6 +490,23 @@ class Protocol:
             return self.audit_score(list(ctx.columns), ctx.coalition, ctx.neighbor, ctx.n, ctx.t,  # type: ignore[call-arg]
                                     ctx.x, ctx.x_prime)
         return self.audit_score(ctx)
+
+
+def check_rho_or_epsilon(protocol: Protocol) -> None:
+    """Refuse ``rho > 0`` beside an epsilon other than its default: rho calibrates the
+    noise, so that epsilon would be silently ignored (``--param rho=0.5 --param epsilon=3``).
+
+    >>> from privsim.protocols.central import CentralGaussian
+    >>> CentralGaussian(rho=0.5, epsilon=3.0)
+    Traceback (most recent call last):
+    ...
+    privsim.errors.ParameterError: rho, epsilon: give one (rho = 0.5 calibrates the noise, so epsilon = 3.0 would be ignored; set rho = 0 to calibrate to (epsilon, delta))
+    """
+    default = protocol.params["epsilon"].default
+    if protocol.rho > 0 and protocol.epsilon != default:  # type: ignore[attr-defined]
+        raise ParameterError(f"rho, epsilon: give one (rho = {protocol.rho!r} calibrates the noise, so "  # type: ignore[attr-defined]
+                             f"epsilon = {protocol.epsilon!r} would be ignored; set rho = 0 to calibrate to "  # type: ignore[attr-defined]
+                             "(epsilon, delta))")
 
 
 def claim_for(protocol: Protocol, members: Sequence[int | str], n: int, t: int) -> Privacy | None:

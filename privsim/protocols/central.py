@@ -52,7 +52,7 @@ import numpy as np
 from privsim.mechanisms import noise as noise_lib
 from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import PartyContext
-from privsim.protocols.base import Param, Privacy
+from privsim.protocols.base import Param, Privacy, check_rho_or_epsilon
 from privsim.protocols.secure_sum import IntegerInputs
 
 __all__ = ["CentralLaplace", "CentralGaussian"]
@@ -157,6 +157,10 @@ class CentralGaussian(_Central):
     rho = Param(0.0, ge=0, doc="zCDP parameter; 0 = calibrate to (epsilon, delta) instead")
     epsilon = Param(1.0, gt=0, doc="privacy parameter eps (used when rho = 0)")
     delta = Param(1e-6, gt=0, lt=1, doc="delta of the (epsilon, delta) guarantee")
+
+    def validate(self) -> None:
+        super().validate()
+        check_rho_or_epsilon(self)
 
     def noise_variance(self) -> float:
         """sigma2 = max_input^2/(2 rho), or the analytic Gaussian variance for (epsilon, delta)."""

@@ -145,7 +145,7 @@ from privsim.mechanisms.sharing import (
 from privsim.network.messages import seal
 from privsim.network.schedule import Schedule
 from privsim.parties.context import PartyContext
-from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
+from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol, check_rho_or_epsilon
 
 __all__ = ["NOISES", "WRAP_FAILURE_LOG2", "DistributedNoiseSum", "IntegerInputs", "SecureSum", "modulus_bits"]
 
@@ -229,6 +229,7 @@ class DistributedNoiseSum(IntegerInputs):
         super().__init__(**params)
 
     def validate(self) -> None:
+        check_rho_or_epsilon(self)
         self.family  # noqa: B018 -- calibrate now: a bad combination (e.g. rho with laplace) fails at construction
         if self.modulus == 1 or self.modulus > MAX_MODULUS:
             raise ParameterError(f"modulus must be 0 (automatic) or in [2, 2^62] (got {self.modulus})")

@@ -354,6 +354,7 @@ def _assemble(reports: dict[int | str, PartyReport | None], record: bool, wall: 
         messages=sum(r.messages for r in done.values()), bits=sum(r.bits for r in done.values()),
         rounds=max((r.rounds_used for r in done.values()), default=0),
         wire_bytes=sum(r.wire_bytes for r in done.values()), wall_s=wall,
+        done_rounds={pid: r.rounds_done + 1 for pid, r in done.items()},  # the round its routine returned in
         protocol_s=max((r.done for r in done.values()), default=0.0) - ready, reports=done)
 
 
