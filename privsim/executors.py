@@ -195,6 +195,7 @@ class LocalExecutor(Executor):
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
         for item in items:
+            check_interrupted()  # a signal swallowed where it landed (e.g. over TCP) stops before the next batch
             yield fn(item)
 
 

@@ -210,13 +210,17 @@ LONG = {
     "run": ["run", "--protocol", "randomized-response", "--n", "2000", "--trials", "400000", "--json"],
     "audit": ["audit", "--protocol", "secure-sum", "--n", "16", "--t", "3", "--coalition", "0,1,2,3",
               "--neighbor", "7", "--trials", "4000000", "--json"],
+    "tcp": ["run", "--protocol", "randomized-response", "--n", "8", "--trials", "20000000", "--transport", "tcp",
+            "--json"],
 }
 
 
 @pytest.mark.parametrize("command, executor, sig", [("run", "local", signal.SIGINT), ("audit", "local", signal.SIGINT),
                                                     ("run", "processes", signal.SIGTERM),
                                                     ("audit", "processes", signal.SIGINT),
-                                                    ("run", "dask", signal.SIGTERM)])
+                                                    ("run", "dask", signal.SIGTERM),
+                                                    ("audit", "dask", signal.SIGINT),
+                                                    ("tcp", "local", signal.SIGINT)])
 def test_interrupt_stops_cleanly(tmp_path, command, executor, sig):
     # through trio's cancellation (no os._exit, no watchdog): the exit code, one line, no worker left
     args = LONG[command] + (["--executor", executor, "--workers", "2"] if executor != "local" else [])
