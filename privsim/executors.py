@@ -106,8 +106,6 @@ _ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THR
 def _init_worker() -> None:
     # Ctrl-C reaches the whole process group: the parent ends its workers (end_workers), so
     # they ignore SIGINT rather than print a traceback each.
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_stop)  # end_workers stops the running task (see _on_stop)
     signal.signal(signal.SIGALRM, _on_stop)  # (_on_unraisable's second try)
@@ -222,13 +220,15 @@ def end_workers() -> None:
             if name == "distributed" or name.startswith("distributed."):
                 logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     for ex in list(_LIVE):
-        sig = signal.SIGTERM if isinstance(ex, ProcessExecutor) else signal.SIGKILL
-        ex._ended = True  # type: ignore[attr-defined]  # (a process pool is rebuilt by its next map)
-        for pid in ex._worker_pids():  # type: ignore[attr-defined]
-            try:
-                os.kill(pid, sig)
-            except (OSError, TypeError):  # already gone
-                pass
+        ex._end_workers()  # type: ignore[attr-defined]
+
+
+def _signal_all(pids: Iterable[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (OSError, TypeError):  # already gone
+            pass
 
 
 class ProcessExecutor(Executor):
@@ -264,6 +264,11 @@ class ProcessExecutor(Executor):
 
     def _worker_pids(self) -> list[int]:
         return list(getattr(self._pool, "_processes", None) or {})  # pid -> Process (concurrent.futures)
+
+    def _end_workers(self) -> None:
+        # SIGTERM stops each worker's task (_on_stop); the next map builds a fresh pool
+        _signal_all(self._worker_pids(), signal.SIGTERM)
+        self._ended = True
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
         blobs = [cloudpickle.dumps((fn, item)) for item in items]
@@ -362,6 +367,9 @@ class DaskExecutor(Executor):
         # The worker processes our LocalCluster's nannies started (none for a remote scheduler's).
         nannies = list(getattr(self._cluster, "workers", {}).values()) if self._cluster is not None else []
         return [pid for pid in (getattr(nanny, "pid", None) for nanny in nannies) if pid]
+
+    def _end_workers(self) -> None:
+        _signal_all(self._worker_pids(), signal.SIGKILL)  # the scheduler reruns or reports the lost tasks
 
     #: Seconds a result may take before the executor asks whether the cluster still works
     #: on it (see :meth:`_wait`).

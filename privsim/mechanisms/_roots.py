@@ -11,7 +11,8 @@ fails there, moves it towards the safe end of the bracket until it holds.
 from __future__ import annotations
 
 import math
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 from scipy import optimize
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from privsim.errors import PartyFailure, PrivsimError
+from privsim.interrupts import cancellable, on_cancel
 from privsim.network.backend import check_backend
 from privsim.network.schedule import CURATOR, id_key
-from privsim.interrupts import cancellable, on_cancel
 from privsim.parties.context import PartyContext, PartyNetwork
 
 if TYPE_CHECKING:

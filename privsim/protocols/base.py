@@ -497,10 +497,10 @@ def check_rho_or_epsilon(protocol: Protocol) -> None:
     noise, so that epsilon would be silently ignored (``--param rho=0.5 --param epsilon=3``).
 
     >>> from privsim.protocols.central import CentralGaussian
-    >>> CentralGaussian(rho=0.5, epsilon=3.0)
+    >>> CentralGaussian(rho=0.5, epsilon=3.0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    privsim.errors.ParameterError: rho, epsilon: give one (rho = 0.5 calibrates the noise, so epsilon = 3.0 would be ignored; set rho = 0 to calibrate to (epsilon, delta))
+    privsim.errors.ParameterError: rho, epsilon: give one (rho = 0.5 calibrates the noise, so epsilon = 3.0 ...
     """
     default = protocol.params["epsilon"].default
     if protocol.rho > 0 and protocol.epsilon != default:  # type: ignore[attr-defined]

@@ -241,8 +241,9 @@ class SecAgg(DistributedNoiseSum):
     def round_stages(self, n: int, t: int) -> list[str]:
         """The published stage of each round (the rounds of :meth:`schedule`).
 
-        >>> SecAggPlus().round_stages(8, 2)
-        ['advertise-keys', 'advertise-keys (keys back)', 'share-keys', 'masked-input', 'unmasking (survivors)', 'unmasking (shares)']
+        >>> SecAggPlus().round_stages(8, 2)  # doctest: +NORMALIZE_WHITESPACE
+        ['advertise-keys', 'advertise-keys (keys back)', 'share-keys', 'masked-input',
+         'unmasking (survivors)', 'unmasking (shares)']
         """
         stages = ["advertise-keys", "advertise-keys (keys back)", "share-keys", "masked-input"]
         if "consistency-check" in self.stages:
