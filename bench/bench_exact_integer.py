@@ -5,8 +5,9 @@ For the secure sum on the integers (granularity 1), n parties, t = 3, target (1,
 D = 1: the released noise's variance when the m = n - t honest shares are calibrated by
 the published bound ([KLS21] Prop. 14 through the tight zCDP conversion for
 discrete-gaussian, [AKL21] Thm. 3.5 for skellam) and by the exact hockey-stick
-divergence of the honest total's pmf (:mod:`privsim.mechanisms.exact_integer`), and the
-analytic Gaussian's variance for reference. No timing: exact numbers.
+divergence of the honest total's pmf (:mod:`privsim.mechanisms.exact_integer`, the
+protocols' calibration), and the analytic Gaussian's variance for reference. No timing:
+exact numbers.
 """
 
 from __future__ import annotations
@@ -23,14 +24,9 @@ except ImportError:  # run from a checkout without installing
 
 from privsim.mechanisms import integer_noise as I
 from privsim.mechanisms import noise
-from privsim.mechanisms._roots import safe_root
 from privsim.mechanisms.accounting import approx_dp_to_zcdp
 
 EPS, DELTA, T = 1.0, 1e-6, 3
-
-
-def _exact_excess(law_of):
-    return lambda v: X.exact_epsilon(law_of(v), 1, DELTA) - EPS  # decreasing in the variance
 
 
 def main() -> dict[str, float]:
@@ -39,11 +35,11 @@ def main() -> dict[str, float]:
         m = n - T
         out[f"gaussian_variance_n{n}"] = round(noise.gaussian_variance(1.0, epsilon=EPS, delta=DELTA) * n / m, 2)
         s2_paper = I.ddg_sigma_for_rho(approx_dp_to_zcdp(EPS, DELTA, tight=True), m)
-        s2_exact = safe_root(_exact_excess(lambda s2: X.ddg_sum_law(s2, m)), 0.02, s2_paper, safe="hi", xtol=1e-6)
+        s2_exact = X.ddg_sigma2_for(EPS, DELTA, m, 1, s2_paper)
         out[f"ddg_variance_paper_n{n}"] = round(n * I.discrete_gaussian_variance(s2_paper), 2)
         out[f"ddg_variance_exact_n{n}"] = round(n * I.discrete_gaussian_variance(s2_exact), 2)
         mu_paper = I.skellam_variance_for(EPS, DELTA)
-        mu_exact = safe_root(_exact_excess(X.skellam_law), 1.0, mu_paper, safe="hi", xtol=1e-6)
+        mu_exact = X.skellam_mu_for(EPS, DELTA, 1, mu_paper)
         out[f"skellam_variance_paper_n{n}"] = round(mu_paper * n / m, 2)
         out[f"skellam_variance_exact_n{n}"] = round(mu_exact * n / m, 2)
     return out

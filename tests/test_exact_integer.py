@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privsim.mechanisms import integer_noise
+from privsim.mechanisms import exact_integer, integer_noise
 from privsim.mechanisms.exact_integer import IntegerLaw, ddg_sum_law, exact_delta, exact_epsilon, skellam_law
 from privsim.privacy import Privacy
 
@@ -86,3 +86,51 @@ def test_exact_skellam_is_below_akl_and_above_the_gaussian() -> None:
     for mu in (20.0, 400.0):
         exact = exact_epsilon(skellam_law(mu), 1, 1e-6)
         assert gaussian_epsilon(math.sqrt(mu), 1e-6) * 0.9 < exact <= integer_noise.skellam_epsilon(mu, 1e-6)
+
+
+def test_the_worst_shift_of_a_log_concave_law_is_the_largest() -> None:
+    # ddg_sum_law and skellam_law are flagged monotone (symmetric, log-concave): exact_delta
+    # then checks d = D one way; the generic check over every |d| <= D both ways must agree
+    from dataclasses import replace
+
+    for law, D, eps in [(ddg_sum_law(0.7, 5), 3, 0.4), (skellam_law(12.0), 2, 0.3), (ddg_sum_law(0.05, 40), 2, 1.0)]:
+        generic = replace(law, monotone=False)
+        assert exact_delta(law, D, eps) == pytest.approx(exact_delta(generic, D, eps), rel=1e-12)
+        assert exact_delta(law, D, eps) > exact_delta(law, D - 1, eps)  # and the shift matters
+
+
+@pytest.mark.parametrize("s2,k", [(0.5, 6), (2.0, 40), (0.05, 300)])
+def test_fft_law_is_within_its_error_bound_of_direct_convolution(s2: float, k: int) -> None:
+    law = ddg_sum_law(s2, k)
+    direct = _dg_sum_direct(s2, k, K=12)  # non-negative terms: relative round-off only
+    d_lo = -(direct.size // 2)
+    lo, hi = max(d_lo, law.lo), min(d_lo + direct.size, law.lo + law.pmf.size)  # the common window
+    ours, envelope = law.pmf[lo - law.lo: hi - law.lo], law.envelope[lo - law.lo: hi - law.lo]
+    theirs = direct[lo - d_lo: hi - d_lo]
+    assert np.all(np.abs(ours - theirs) <= law.error + 1e-12 * theirs)
+    assert np.all(theirs <= envelope * (1 + 1e-12))
+    assert direct.sum() - theirs.sum() <= law.tail + law.alias + 1e-15  # what the window leaves out
+    assert law.error < 1e-11  # and the bound is small enough to matter nowhere
+
+
+def test_error_bounds_stay_small_for_a_million_shares() -> None:
+    # 10^6 shares of s2 = 4 and D = 64: the true delta at eps 1 is ~1e-23 (mu = 0.032); what
+    # exact_delta reports is then the round-off, alias and tail bounds alone
+    law = ddg_sum_law(4.0, 10**6)
+    assert exact_delta(law, 64, 1.0) < 5e-8
+
+
+@pytest.mark.parametrize("family", ["ddg", "skellam"])
+def test_exact_calibration_meets_the_target_and_half_the_noise_does_not(family: str) -> None:
+    eps, delta = 1.0, 1e-6
+    if family == "ddg":
+        m = 50
+        v = exact_integer.ddg_sigma2_for(eps, delta, m, 1, 1.0)
+        law_of = lambda s2: ddg_sum_law(s2, m)  # noqa: E731
+    else:
+        v = exact_integer.skellam_mu_for(eps, delta, 1, 20.0)
+        law_of = skellam_law
+    assert exact_epsilon(law_of(v), 1, delta) <= eps + 1e-8
+    assert exact_epsilon(law_of(v), 1, delta) > eps - 1e-5  # the smallest such noise (tight)
+    assert exact_epsilon(law_of(v / 2), 1, delta) > 1.3 * eps  # a factor of two is caught
+    assert exact_epsilon(law_of(v), 2, delta) > 1.8 * eps  # and so is the sensitivity

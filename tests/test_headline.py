@@ -226,3 +226,17 @@ def test_protocol_scenarios_load_and_run(name):
     text = (ROOT / "scenarios" / f"{name}.toml").read_text()
     assert f"= {res.messages}" in text or f"= {res.messages} " in text, res.messages
     assert np.all(np.isfinite(res.estimate))
+
+
+def test_the_module_prints_a_row_above_a_protocols_max_n(monkeypatch, capsys, tmp_path):
+    # python -m privsim.analysis.headline: a protocol not simulated at some n prints "-"
+    from privsim.analysis import headline
+
+    data = {"ns": [64, 512], "trials": [200, 200], "protocols": ["secure_sum", "secagg"], "seconds": 1.0,
+            "secure_sum": {"rmse": [1.4, 1.41], "messages": [383, 3071]},
+            "secagg": {"rmse": [4.2, None], "messages": [4928, None]}}
+    monkeypatch.setattr(headline, "load_headline_scenario", lambda path: {})
+    monkeypatch.setattr(headline, "headline_study", lambda **kw: data)
+    assert headline.main(["ignored.toml"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "secagg: rmse=   4.200" in out[0] and "secagg:" in out[1] and "rmse" not in out[1].split("secagg:")[1]

@@ -19,7 +19,8 @@ from scipy import stats
 import privsim
 from privsim.errors import ParameterError
 from privsim.mechanisms import integer_noise, noise_families
-from privsim.mechanisms.accounting import gaussian_epsilon, zcdp_to_approx_dp_tight
+from privsim.mechanisms.accounting import approx_dp_to_zcdp, gaussian_epsilon, zcdp_to_approx_dp_tight
+from privsim.mechanisms.exact_integer import ddg_sum_law, exact_epsilon, skellam_law
 from privsim.mechanisms.integer_noise import (
     ddg_rho,
     ddg_sigma_for_rho,
@@ -34,6 +35,7 @@ from privsim.mechanisms.integer_noise import (
     skellam_tail_bound,
     skellam_variance_for,
 )
+from privsim.privacy import Privacy
 from privsim.protocols.ck_sum import CKSum
 from privsim.protocols.secure_sum import SecureSum
 
@@ -218,13 +220,25 @@ def test_integer_claims_per_coalition():
     assert one.rho == pytest.approx(min(ddg_rho(s2, j) for j in range(16, 20)), rel=1e-12)
     assert one.rho < 0.05 and one.paper.rho == pytest.approx(0.05, rel=1e-9)
     assert dg.privacy([1], n, t) == privsim.Privacy(0.0) and dg.privacy(list(range(5)), n, t) is None
+    # Skellam: mu calibrated to the exact law, claims exact, [AKL21]'s bound for the same noise beside them
     sk = SecureSum(noise="skellam", epsilon=0.8, delta=1e-5, granularity=1.0)
-    assert sk.privacy([0, 1, 2, 3], n, t).epsilon == pytest.approx(0.8, rel=1e-6)
+    mu = sk.family.mu
+    full = sk.privacy([0, 1, 2, 3], n, t)
+    assert full.measure == "approx" and full.epsilon == pytest.approx(0.8, rel=1e-5) and full.epsilon <= 0.8 + 1e-8
+    assert full.epsilon == exact_epsilon(skellam_law(mu), 1, 1e-5)
+    assert full.paper.epsilon == pytest.approx(skellam_epsilon(mu, 1e-5), rel=1e-12) and full.paper.epsilon > 0.85
+    assert mu < skellam_variance_for(0.8, 1e-5)  # less noise than the published bound needs
     one = sk.privacy([0], n, t)
-    assert one.epsilon == pytest.approx(skellam_epsilon(sk.family.mu * 19 / 16, 1e-5), rel=1e-12)
-    assert one.paper.epsilon == pytest.approx(0.8, rel=1e-6)
-    eps_dg = SecureSum(noise="discrete-gaussian", epsilon=1.0, delta=1e-6).privacy([0, 1, 2, 3], n, t)
-    assert eps_dg.epsilon_at(1e-6) == pytest.approx(1.0, rel=1e-6)  # calibrated to (1, 1e-6) through zCDP
+    assert one.epsilon == exact_epsilon(skellam_law(mu * 19 / 16), 1, 1e-5) < full.epsilon
+    assert one.paper.epsilon == pytest.approx(skellam_epsilon(mu * 19 / 16, 1e-5), rel=1e-12)
+    # discrete Gaussian to (epsilon, delta): s2 calibrated to the exact law of the m shares
+    eps_dg = SecureSum(noise="discrete-gaussian", epsilon=1.0, delta=1e-6, granularity=1.0)
+    claim = eps_dg.privacy([0, 1, 2, 3], n, t)
+    s2 = eps_dg.family.local_sigma2(n - t)
+    assert claim.measure == "approx" and claim.epsilon == pytest.approx(1.0, rel=1e-5)
+    assert claim.epsilon == exact_epsilon(ddg_sum_law(s2, n - t), 1, 1e-6)
+    assert claim.paper.epsilon_at(1e-6) == pytest.approx(Privacy.zcdp(ddg_rho(s2, n - t), delta=1e-6).epsilon)
+    assert s2 < ddg_sigma_for_rho(approx_dp_to_zcdp(1.0, 1e-6, tight=True), n - t)
 
 
 def test_integer_noise_never_wraps_and_the_modulus_follows_the_tail_bound():

@@ -48,6 +48,7 @@ from privsim.privacy import Privacy
 # imported on first use: they bring scipy.stats and scipy.optimize, which a party drawing
 # Laplace or Gaussian shares never needs
 integer_noise = on_use("privsim.mechanisms.integer_noise")
+exact_integer = on_use("privsim.mechanisms.exact_integer")
 accounting = on_use("privsim.mechanisms.accounting")
 
 __all__ = [
@@ -220,29 +221,58 @@ class GaussianShares(NoiseFamily):
         return claim.with_paper(self.blanket).assuming(REAL_VALUED)
 
 
+def _integral(sensitivity: float) -> int | None:
+    """The sensitivity as an integer D >= 1, or None (the exact laws need an integer shift)."""
+    d = round(sensitivity)
+    return int(d) if d >= 1 and math.isclose(d, sensitivity, rel_tol=0, abs_tol=1e-9) else None
+
+
+def _exact_or_published(exact: float, published: Privacy | None, delta: float) -> Privacy:
+    """The exact (epsilon, delta) claim with the published bound beside it; the published one
+    if the exact computation (its tail and round-off bounds added) came out above it."""
+    if published is not None and published.epsilon_at(delta) is not None and published.epsilon_at(delta) <= exact:
+        return published
+    return Privacy(exact, delta).with_paper(published)
+
+
 @dataclass(frozen=True)
 class DiscreteGaussianShares(NoiseFamily):
-    """N_Z(0, s2) per party, s2 calibrated per m so that m shares meet ``rho`` by [KLS21] Prop. 14.
+    """N_Z(0, s2) per party, s2 calibrated per m so that m shares meet the target.
 
-    The sum of k shares is not a discrete Gaussian; its zCDP is bounded by
-    :func:`~privsim.mechanisms.integer_noise.ddg_rho` (Kairouz, Liu, Steinke, ICML 2021).
-    A view facing k >= m honest shares gets the best bound over any j in [m, k] of them
-    (the others are post-processing); the bound for exactly m is the blanket ``paper``
-    claim. Shares are sampled exactly by Canonne-Kamath-Steinke's Algorithm 3.
+    The sum of k shares is not a discrete Gaussian, but its law is computable
+    (:func:`~privsim.mechanisms.exact_integer.ddg_sum_law`). With an (epsilon, delta) target
+    (``epsilon > 0``) and an integer sensitivity, s2 is the smallest value whose m shares
+    meet it exactly (the hockey-stick divergence of that law), and a view facing k >= m
+    honest shares is claimed the exact epsilon of k shares at ``delta``; the published
+    bound, [KLS21] Prop. 14's zCDP (:func:`~privsim.mechanisms.integer_noise.ddg_rho`, best
+    over any j in [m, k] of the shares; it needs s2 >= 1/4), rides along as ``paper``.
+    With a zCDP target (``epsilon = 0``, ``rho``) s2 and the claims follow [KLS21]'s bound,
+    the only zCDP statement at hand. Shares are sampled exactly by Canonne-Kamath-Steinke's
+    Algorithm 3.
 
     >>> d = DiscreteGaussianShares(rho=0.05, sensitivity=1.0, delta=1e-6)
     >>> round(d.privacy(honest=10, m=10).rho, 9), d.privacy(honest=40, m=10).rho < 0.05
     (0.05, True)
+    >>> e = noise_family("discrete-gaussian", sensitivity=1, epsilon=1.0, delta=1e-6)
+    >>> c = e.privacy(honest=10, m=10)
+    >>> c.measure, c.epsilon <= 1.0 + 1e-8, round(c.paper.epsilon, 2)  # KLS21 on the same noise
+    ('approx', True, 1.08)
     """
 
     rho: float
     sensitivity: float
     delta: float
+    epsilon: float = 0.0
     name: ClassVar[str] = "discrete-gaussian"
 
     def local_sigma2(self, m: int) -> float:
-        """The parameter s2 of each share for m shares per unit of noise (>= 1/4, as Prop. 14 needs)."""
-        return _ddg_local_sigma2(self.rho, m, self.sensitivity)
+        """The parameter s2 of each share for m shares per unit of noise."""
+        published = _ddg_local_sigma2(self.rho, m, self.sensitivity)
+        D = _integral(self.sensitivity)
+        if self.epsilon <= 0 or D is None:
+            return published
+        exact = exact_integer.ddg_sigma2_for(self.epsilon, self.delta, m, D, published)
+        return published if exact is None else exact
 
     def share(self, rng: Any, m: int, size: Any = ()) -> np.ndarray:
         return integer_noise.discrete_gaussian_sample(rng, self.local_sigma2(m), size=size)
@@ -257,23 +287,34 @@ class DiscreteGaussianShares(NoiseFamily):
         if not _honest(honest, m):
             return None
         s2 = self.local_sigma2(m)
-        # tau grows with the number of shares: the best bound over any j in [m, honest] of them
-        best = min(integer_noise.ddg_rho(s2, j, self.sensitivity) for j in _ddg_counts(m, honest))
-        blanket = Privacy.zcdp(integer_noise.ddg_rho(s2, m, self.sensitivity), delta=self.delta)
-        return Privacy.zcdp(best, delta=self.delta).with_paper(blanket)
+        published = None
+        if s2 >= 0.25:  # [KLS21] Prop. 14; tau grows with the shares: the best over any j in [m, honest]
+            best = min(integer_noise.ddg_rho(s2, j, self.sensitivity) for j in _ddg_counts(m, honest))
+            published = Privacy.zcdp(best, delta=self.delta)
+        D = _integral(self.sensitivity)
+        if self.epsilon <= 0 or D is None:
+            assert published is not None  # the zCDP calibration keeps s2 >= 1/4
+            blanket = Privacy.zcdp(integer_noise.ddg_rho(s2, m, self.sensitivity), delta=self.delta)
+            return published.with_paper(blanket)
+        exact = exact_integer.exact_epsilon(exact_integer.ddg_sum_law(s2, honest), D, self.delta)
+        return _exact_or_published(exact, published, self.delta)
 
 
 @dataclass(frozen=True)
 class SkellamShares(NoiseFamily):
     """Sk(mu/m) per party: k honest shares are exactly Sk(mu k/m) (closed under summation, [AKL21]).
 
-    The claim is (epsilon, delta) from [AKL21] Theorem 3.5's Renyi bound at integer orders
-    (:func:`~privsim.mechanisms.integer_noise.skellam_epsilon`); the blanket claim of m
-    shares is ``paper`` where it differs.
+    With an integer sensitivity the claim is the exact epsilon at ``delta`` of Sk(mu k/m)
+    (:func:`~privsim.mechanisms.exact_integer.skellam_law`), and the builder calibrates mu
+    to it; [AKL21] Theorem 3.5's Renyi bound at integer orders
+    (:func:`~privsim.mechanisms.integer_noise.skellam_epsilon`) for the same noise rides
+    along as ``paper`` (and is the claim for a non-integer sensitivity).
 
     >>> s = SkellamShares(mu=1000.0, sensitivity=1.0, delta=1e-6)
-    >>> round(s.privacy(5, 5).epsilon, 3), s.privacy(10, 5).epsilon < s.privacy(5, 5).epsilon
-    (0.127, True)
+    >>> round(s.privacy(5, 5).epsilon, 3), round(s.privacy(5, 5).paper.epsilon, 3)
+    (0.116, 0.127)
+    >>> s.privacy(10, 5).epsilon < s.privacy(5, 5).epsilon
+    True
     """
 
     mu: float
@@ -293,10 +334,13 @@ class SkellamShares(NoiseFamily):
     def privacy(self, honest: int, m: int) -> Privacy | None:
         if not _honest(honest, m):
             return None
-        claim = Privacy(integer_noise.skellam_epsilon(self.shares_variance(m, honest), self.delta,
-                                                      self.sensitivity), self.delta)
-        blanket = Privacy(integer_noise.skellam_epsilon(self.mu, self.delta, self.sensitivity), self.delta)
-        return claim.with_paper(blanket)
+        variance = self.shares_variance(m, honest)
+        published = Privacy(integer_noise.skellam_epsilon(variance, self.delta, self.sensitivity), self.delta)
+        D = _integral(self.sensitivity)
+        if D is None:
+            return published
+        exact = exact_integer.exact_epsilon(exact_integer.skellam_law(variance), D, self.delta)
+        return _exact_or_published(exact, published, self.delta)
 
 
 def _ddg_counts(m: int, honest: int) -> range:
@@ -308,6 +352,14 @@ def _ddg_counts(m: int, honest: int) -> range:
 def _ddg_local_sigma2(rho: float, m: int, sensitivity: float) -> float:
     """A root-finding per (rho, m, D), cached: every party of every run asks."""
     return integer_noise.ddg_sigma_for_rho(rho, m, sensitivity)
+
+
+def _skellam_mu(c: _Calibration) -> float:
+    """The smallest mu meeting (epsilon, delta): exactly for an integer D, else by [AKL21]'s bound."""
+    published = integer_noise.skellam_variance_for(c.epsilon, c.delta, c.sensitivity)
+    D = _integral(c.sensitivity)
+    exact = None if D is None else exact_integer.skellam_mu_for(c.epsilon, c.delta, D, published)
+    return published if exact is None else min(exact, published)
 
 
 # ------------------------------------------------------------------------------ builders
@@ -346,9 +398,8 @@ _BUILDERS: dict[str, Callable[[_Calibration], NoiseFamily]] = {
     "discrete-laplace": lambda c: DiscreteLaplaceShares(b=noise.laplace_scale(c.sensitivity, c.epsilon),
                                                         epsilon=c.epsilon),
     "discrete-gaussian": lambda c: DiscreteGaussianShares(rho=c.zcdp_rho, sensitivity=c.sensitivity,
-                                                          delta=c.delta),
-    "skellam": lambda c: SkellamShares(mu=integer_noise.skellam_variance_for(c.epsilon, c.delta, c.sensitivity),
-                                       sensitivity=c.sensitivity, delta=c.delta),
+                                                          delta=c.delta, epsilon=0.0 if c.rho > 0 else c.epsilon),
+    "skellam": lambda c: SkellamShares(mu=_skellam_mu(c), sensitivity=c.sensitivity, delta=c.delta),
 }
 
 #: The noise families by ``noise=`` name.
@@ -363,9 +414,10 @@ def noise_family(name: str, *, sensitivity: float, epsilon: float, delta: float,
 
     - laplace, discrete-laplace: scale b = D/epsilon (epsilon-DP);
     - gaussian: sigma2 = D^2/(2 rho), or the analytic Gaussian for (epsilon, delta) when rho = 0;
-    - discrete-gaussian: per-share s2 meeting rho (or the largest rho implying (epsilon, delta))
-      by [KLS21] Prop. 14;
-    - skellam: the smallest variance mu with [AKL21]'s epsilon at delta <= epsilon.
+    - discrete-gaussian: per-share s2 meeting rho by [KLS21] Prop. 14, or for (epsilon, delta)
+      the smallest s2 whose m shares meet it exactly (their sum's law; integer D);
+    - skellam: the smallest variance mu meeting (epsilon, delta) exactly (integer D; else
+      by [AKL21]'s bound).
 
     Parameters
     ----------

@@ -43,14 +43,15 @@ the central one:
   Z for integer sensitivity D. The total of all n shares is NB(n/m, 1-a) - NB(n/m, 1-a),
   Var = (n/m) 2a/(1-a)^2. Integer noise: it lives in Z_q without any rounding.
 - ``discrete-gaussian``: N_Z(0, s2) per party, sampled exactly (Canonne-Kamath-Steinke,
-  Algorithm 3), with s2 the smallest value for which m shares meet rho-zCDP (or the
-  largest rho implying (epsilon, delta)) by the bound of Kairouz-Liu-Steinke (ICML 2021,
-  Prop. 14) on the sum of discrete Gaussians, which is not itself a discrete Gaussian.
-  Var = n Var N_Z(0, s2).
+  Algorithm 3). The sum of discrete Gaussians is not itself a discrete Gaussian, but its
+  law is computable: for an (epsilon, delta) target s2 is the smallest value for which
+  m shares meet it exactly (:mod:`privsim.mechanisms.exact_integer`); for a rho-zCDP
+  target, the smallest value meeting it by the bound of Kairouz-Liu-Steinke (ICML 2021,
+  Prop. 14). Var = n Var N_Z(0, s2).
 - ``skellam``: Pois(mu/(2m)) - Pois(mu/(2m)) per party; m shares are exactly the Skellam
   Sk(mu) (closed under summation, Agarwal-Kairouz-Liu, NeurIPS 2021), with mu the
-  smallest variance whose Renyi bound (their Theorem 3.5) gives epsilon at delta.
-  Var = mu n/m.
+  smallest variance meeting (epsilon, delta) exactly (their Renyi bound, Theorem 3.5,
+  beside the claims as ``paper``). Var = mu n/m.
 - ``none``: the exact sum (no DP claim for the output).
 
 Each option is a noise family of :mod:`privsim.mechanisms.noise_families` (sampler,
@@ -85,8 +86,9 @@ Privacy (the claim travels with the calibration: :meth:`DistributedNoiseSum.priv
   family's claim for the n - |T| honest shares T does not know (epsilon for laplace and
   discrete-laplace; for gaussian exactly the Gaussian mechanism with
   mu = D / sqrt(sigma2 (n - |T|)/(n - t)), with the calibration's blanket claim as
-  ``paper``; zCDP by KLS21 for discrete-gaussian; (epsilon, delta) by AKL21 for skellam;
-  ``None`` for ``none``).
+  ``paper``; for discrete-gaussian and skellam the exact (epsilon, delta) of the honest
+  shares' law at ``delta``, with KLS21's resp. AKL21's bound for the same noise as
+  ``paper`` (zCDP by KLS21 for discrete-gaussian with ``rho``); ``None`` for ``none``).
 - |T| <= t and T sees no released value: Privacy(0): the view is independent of the
   other parties' inputs.
 - ``public`` (the release only): the family's claim for all n shares.
@@ -152,7 +154,7 @@ __all__ = ["NOISES", "WRAP_FAILURE_LOG2", "DistributedNoiseSum", "IntegerInputs"
 #: The noise options of the distributed sums (the families of :mod:`privsim.mechanisms.noise_families`).
 NOISES = FAMILIES
 
-#: The integer noises whose sum is computed on a finer grid (``granularity``): scaling helps them.
+#: The integer noises whose sum may be computed on a finer grid (``granularity``).
 GRANULAR_NOISES = ("discrete-gaussian", "skellam")
 
 #: The sum wraps around mod q with probability at most 2^-WRAP_FAILURE_LOG2 per run.
@@ -221,8 +223,9 @@ class DistributedNoiseSum(IntegerInputs):
     broadcast = Param(False, type=bool, doc="send the released value to every party (one more round)")
     granularity = Param(0.0, ge=0, le=1, doc="discrete-gaussian, skellam: the sum lives on the grid "
                                              "granularity * Z (1/granularity an integer, inputs scaled "
-                                             "exactly); 0 = automatic (error within a few percent of "
-                                             "the real Gaussian's)")
+                                             "exactly); 0 = automatic (the integers for the exact "
+                                             "calibrations, a grid fine enough for KLS21's bound "
+                                             "with rho)")
 
     def __init__(self, **params: Any) -> None:
         self._cache: dict[Any, Any] = {}
@@ -292,15 +295,19 @@ class DistributedNoiseSum(IntegerInputs):
     def units(self, n: int, t: int) -> int:
         """Encoded units per unit of the sum: 2^digits in fixed point, 1/granularity for the granular noises.
 
-        With ``granularity = 0`` the discrete-gaussian and skellam sums choose the smallest
-        power of two s with s^2 sigma_c^2 >= max(2^12, 4 m) (sigma_c^2 the central
-        Gaussian-equivalent variance D^2/(2 rho), resp. the Skellam mu; m = n - t): each
-        share then has variance >= 4 units, where [KLS21]'s tau is below 1e-15 and the
-        discrete laws behave as the Gaussian (Kairouz-Liu-Steinke scale the input the same
-        way); the error stays within a few percent of the real Gaussian at the same claim.
+        With ``granularity = 0``: the integers themselves (1) wherever the noise is
+        calibrated to its exact law (skellam; discrete-gaussian with an (epsilon, delta)
+        target): a finer grid only brings the law closer to the Gaussian, and the exact
+        accounting shows the integer laws beat it at sensitivity 1 (the Skellam's std is
+        0.89x the analytic Gaussian's at (1, 1e-6)). For discrete-gaussian with a zCDP
+        target (``rho``, [KLS21]'s bound) the smallest power of two s with
+        s^2 sigma_c^2 >= max(2^12, 4 m) (sigma_c^2 = D^2/(2 rho), m = n - t): each share
+        then has variance >= 4 units, where [KLS21]'s tau is below 1e-15 (Kairouz-Liu-Steinke
+        scale the input the same way), and the error is within a few percent of the real
+        Gaussian's.
 
-        >>> SecureSum(noise="discrete-gaussian", epsilon=1.0).units(1000, 3)
-        16
+        >>> SecureSum(noise="discrete-gaussian", rho=0.05).units(1000, 3), SecureSum(noise="skellam").units(1000, 3)
+        (32, 1)
         >>> SecureSum(noise="skellam", granularity=0.25).units(1000, 3), SecureSum().units(10, 1)
         (4, 65536)
         """
@@ -310,8 +317,9 @@ class DistributedNoiseSum(IntegerInputs):
             return 1
         if self.granularity > 0:
             return int(round(1.0 / self.granularity))
-        fam = self.family
-        central = self.sensitivity**2 / (2.0 * fam.rho) if self.noise == "discrete-gaussian" else fam.mu
+        if self.noise == "skellam" or self.rho == 0:
+            return 1
+        central = self.sensitivity**2 / (2.0 * self.family.rho)
         need = max(2.0**12, 4.0 * self.shares_count(n, t)) / central
         return 1 if need <= 1 else 1 << int(math.ceil(0.5 * math.log2(need)))
 
