@@ -580,33 +580,50 @@ def _audit_lonely(proto: Any, spec: RunSpec, t: int, target: tuple[Any, Any], ma
 def bench(
     only: list[str] | None = typer.Option(None, "--only", help="Run only these suites (e.g. engine).",
                                           show_default="every suite"),
+    check_docs: bool = typer.Option(False, "--check-docs", help="Run the suites that produce the docs' figures "
+                                    "(docs/figures.toml) and say which no longer hold (exit 1 if any)."),
     json_out: bool = _JSON,
 ) -> None:
     """Run the benchmark suite (bench/*.py) and print its named figures (ratios measured in-process)."""
     import importlib.util
 
-    folder = Path(__file__).resolve().parent.parent / "bench"
-    scripts = sorted(folder.glob("bench_*.py")) if folder.is_dir() else []
+    from privsim.figures import check, load_figures
+
+    root = Path(__file__).resolve().parent.parent
+    scripts = sorted((root / "bench").glob("bench_*.py")) if (root / "bench").is_dir() else []
     if not scripts:
-        raise ParameterError(f"no benchmark suite found in {folder} (it ships with the source checkout)")
+        raise ParameterError(f"no benchmark suite found in {root / 'bench'} (it ships with the source checkout)")
     names = [p.stem.removeprefix("bench_") for p in scripts]
     unknown = sorted(set(only or []) - set(names))
     if unknown:
         raise ParameterError(f"--only: unknown suite {unknown[0]!r} (allowed: {', '.join(names)})")
+    figures = load_figures(root / "docs" / "figures.toml") if check_docs else []
+    wanted = set(only or names) & ({f.suite for f in figures} if check_docs else set(names))
     results: dict[str, Any] = {}
     for path, name in zip(scripts, names):
-        if only and name not in only:
+        if name not in wanted:
             continue
         stderr.print(f"bench: {name} ...", markup=False)
         spec = importlib.util.spec_from_file_location(f"privsim_bench_{name}", path)
         module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         spec.loader.exec_module(module)  # type: ignore[union-attr]
         results[name] = module.main()
+    verdicts = check(figures, results)
     if json_out:
+        if check_docs:
+            results["figures"] = [{"page": f.page, "text": f.text, "suite": f.suite, "key": f.key, "measured": v,
+                                   "band": list(f.band()), "holds": ok} for f, v, ok in verdicts]
         print_json(results)
+    elif check_docs:
+        stdout.print(_table("privsim bench --check-docs", [
+            (f"{f.page}: {f.text.strip(' |')}", f"{v:.4g} {'holds' if ok else 'OUTSIDE'} [{f.band()[0]:.4g}, "
+                                                f"{f.band()[1]:.4g}] ({f.suite}.{f.key})")
+            for f, v, ok in verdicts]))
     else:
         stdout.print(_table("privsim bench", [(f"{s}.{k}", v) for s, figs in results.items()
                                               for k, v in figs.items()]))
+    if not all(ok for _, _, ok in verdicts):
+        sys.exit(1)
 
 
 @app.command("protocols")

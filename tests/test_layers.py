@@ -29,7 +29,7 @@ LAYERS = [
     ("privsim.protocols", 5),
     ("privsim.plan", 6), ("privsim.simulate", 6), ("privsim.views", 6), ("privsim.accuracy", 6),
     ("privsim.executors", 6), ("privsim.scenario", 6), ("privsim.resources", 6), ("privsim.transport", 6),
-    ("privsim.analysis", 7), ("privsim.display", 7), ("privsim.report", 7),
+    ("privsim.analysis", 7), ("privsim.display", 7), ("privsim.report", 7), ("privsim.figures", 7),
     ("privsim.cli", 8), ("privsim.cli_support", 8), ("privsim.cli_reference", 8), ("privsim.__main__", 8),
     ("privsim", 9),
 ]
