@@ -35,7 +35,13 @@ __all__ = ["Figure", "check", "load_figures"]
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure of the docs: where it stands, which benchmark key produces it, what it says."""
+    """One figure of the docs: where it stands, which benchmark key produces it, what it says.
+
+    Examples
+    --------
+    >>> Figure(page="p.md", text="1.05", suite="fastgame", key="flatness_ratio", value=1.05, tol=0.1).band()
+    (0.9500000000000001, 1.1500000000000001)
+    """
 
     page: str
     text: str
@@ -78,6 +84,13 @@ def load_figures(path: Path) -> list[Figure]:
     ------
     ParameterError
         If the file is missing or an entry lacks a field or states no value.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> load_figures(Path("/nonexistent.toml"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    privsim.errors.ParameterError: figures: cannot read /nonexistent.toml: ...
     """
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -96,6 +109,13 @@ def load_figures(path: Path) -> list[Figure]:
 
 
 def check(figures: list[Figure], results: dict[str, dict[str, Any]]) -> list[tuple[Figure, float, bool]]:
-    """Each figure whose suite was run, with its measured value and whether it holds."""
+    """Each figure whose suite was run, with its measured value and whether it holds.
+
+    Examples
+    --------
+    >>> f = Figure(page="p.md", text="2x", suite="s", key="k", value=2.0, tol=0.1)
+    >>> check([f], {"s": {"k": 2.05}, "other": {}})[0][1:]
+    (2.05, True)
+    """
     return [(f, f.lookup(results[f.suite]), f.holds(f.lookup(results[f.suite])))
             for f in figures if f.suite in results]
