@@ -182,14 +182,21 @@ def rr_count_delta(epsilon: float, eps0: float, honest: int) -> float:
     """
     epsilon = 0.0 if epsilon == 0 else _checks.positive("epsilon", epsilon, scalar=True)
     h = _checks.integer("honest", honest, 1)
-    p = rr_keep_probability(eps0)
+    with_one, with_zero = _count_pmfs(h, rr_keep_probability(eps0))
+    gap = np.multiply(with_zero, -math.exp(epsilon))
+    gap += with_one
+    np.maximum(gap, 0.0, out=gap)
+    return float(gap.sum(axis=1).max())
+
+
+@lru_cache(maxsize=4)
+def _count_pmfs(h: int, p: float) -> tuple[np.ndarray, np.ndarray]:
+    """Row u: the count's pmf on 0..h with the neighbour's bit 1, and with it 0 (cached: a
+    root-finder asks for many epsilons of one count)."""
     others = _others_pmf(h, p)                        # (h, h): K_o on 0..h-1
     shifted = np.pad(others, ((0, 0), (1, 0)))        # K_o + 1 on 0..h
     base = np.pad(others, ((0, 0), (0, 1)))           # K_o on 0..h
-    with_one = p * shifted + (1 - p) * base           # neighbour's bit 1
-    with_zero = (1 - p) * shifted + p * base          # neighbour's bit 0
-    gap = with_one - math.exp(epsilon) * with_zero
-    return float(np.clip(gap, 0.0, None).sum(axis=1).max())
+    return p * shifted + (1 - p) * base, (1 - p) * shifted + p * base
 
 
 def _smallest_epsilon(delta_of: Callable[[float], float], delta: float, cap: float) -> float:
