@@ -34,6 +34,9 @@ except ImportError:  # run from a checkout without installing
     from privsim.mechanisms.tree import FastGaMe, GaussianTree
 
 QUERIES = 1024
+LOCKSTEP_K = 4096  # coordinates read together (a protocol's trials, a sketch's counters)
+LOCKSTEP_EVERY = 16  # lockstep reads every 16th of the scalar query times: 64 reads
+TOP = "60"  # the largest horizon the scalar path is measured at, beside the flatness range
 # CPU time of this thread: on a shared machine wall-clock time also counts the time the
 # process spends descheduled, which has nothing to do with the mechanism.
 _clock = time.thread_time_ns
@@ -53,6 +56,23 @@ def _ns_per_query(cls: type, T: int, times: list[int], seed: int) -> float:
     for t in times:
         noise(t)
     return (_clock() - start) / len(times)
+
+
+def _steps_ns_per_value(T: int, times: list[int], seed: int) -> float:
+    mech = FastGaMe(T, 1.0, seed=seed)
+    start = _clock()
+    mech.noise_steps(times)
+    return (_clock() - start) / len(times)
+
+
+def _lockstep_ns_per_value(T: int, times: list[int], seed: int) -> float:
+    mech = FastGaMe(T, 1.0, k=LOCKSTEP_K, seed=seed)
+    noise = mech.noise
+    noise(times[0])  # the first read allocates nothing, but draws the root: not a typical read
+    start = _clock()
+    for t in times[1:]:
+        noise(t)
+    return (_clock() - start) / ((len(times) - 1) * LOCKSTEP_K)
 
 
 def _vectorized_ns_per_coordinate(T: int, repeats: int) -> float:
@@ -94,15 +114,26 @@ def main(log2_T: range = range(10, 31, 2), repeats: int = 7) -> dict[str, object
     """
     rng = np.random.default_rng(0)
     plan = {str(h): (1 << h, _query_times(1 << h, rng)) for h in log2_T}
+    top = (1 << int(TOP), _query_times(1 << int(TOP), rng))
     fast = {h: float("inf") for h in plan}
     tree = {h: float("inf") for h in plan}
+    lock = {h: float("inf") for h in [*plan, TOP]}
+    steps = {h: float("inf") for h in [*plan, TOP]}
+    fast_top = float("inf")
     # Rounds go over every T in turn, so a burst of load elsewhere on the machine hits
     # all horizons alike instead of skewing one of them; round -1 is a warm-up.
     for r in range(-1, repeats):
-        for h, (T, times) in plan.items():
+        for h, (T, times) in [*plan.items(), (TOP, top)]:
             f = _ns_per_query(FastGaMe, T, times, seed=r + 1)
-            g = _ns_per_query(GaussianTree, T, times, seed=r + 1)
-            if r >= 0:
+            g = _ns_per_query(GaussianTree, T, times, seed=r + 1) if h != TOP else float("inf")
+            s = _steps_ns_per_value(T, times, seed=r + 1)
+            k = _lockstep_ns_per_value(T, times[::LOCKSTEP_EVERY], seed=r + 1)
+            if r < 0:
+                continue
+            steps[h], lock[h] = min(steps[h], s), min(lock[h], k)
+            if h == TOP:
+                fast_top = min(fast_top, f)
+            else:
                 fast[h], tree[h] = min(fast[h], f), min(tree[h], g)
     fast = {h: round(v, 1) for h, v in fast.items()}
     tree = {h: round(v, 1) for h, v in tree.items()}
@@ -115,6 +146,14 @@ def main(log2_T: range = range(10, 31, 2), repeats: int = 7) -> dict[str, object
         "flatness_ratio": round(fast[hi] / fast[lo], 3),
         "speedup_ratio": round(tree[hi] / fast[hi], 2),
         "speedup_by_log2_T": {h: round(tree[h] / fast[h], 2) for h in fast},
+        f"fastgame_ns_per_query_at_2^{TOP}": round(fast_top, 1),
+        f"fastgame_2^{TOP}_over_smallest_ratio": round(fast_top / fast[lo], 3),
+        "noise_steps_ns_per_value": {h: round(v, 1) for h, v in steps.items()},
+        "query_over_noise_steps_ratio": {h: round((fast_top if h == TOP else fast[h]) / steps[h], 2)
+                                         for h in (lo, hi, TOP)},
+        "lockstep_ns_per_value": {h: round(v, 2) for h, v in lock.items()},
+        "lockstep_flatness_ratio": round(lock[hi] / lock[lo], 3),
+        f"lockstep_2^{TOP}_over_smallest_ratio": round(lock[TOP] / lock[lo], 3),
         "vectorized_ns_per_coordinate": {
             h: round(_vectorized_ns_per_coordinate(1 << int(h), min(repeats, 3)), 1)
             for h in (lo, hi)
