@@ -59,6 +59,7 @@ __all__ = [
 
 _F = TypeVar("_F", float, NDArray[np.float64])
 _I = int | NDArray[np.int64]
+_Row = list[float] | NDArray[np.float64]  # one coordinate's prefix sums, a list or a table row
 
 
 def common_prefix_length(t1: int, t2: int, h: int) -> int:
@@ -178,7 +179,7 @@ def _levels(w: int, h: int) -> list[int]:
 
 def _mask(levels: list[int], h: int) -> int:
     """The mask w of the valid levels below h and of level h (0 before the first query)."""
-    return sum(1 << j for j in levels) | (1 << h) if levels else 0
+    return sum(map((1).__lshift__, levels)) | (1 << h) if levels else 0
 
 
 class _Tree(NoiseSource):
@@ -521,7 +522,11 @@ class _LazyTree(_Tree):
         return self._steps(coord, [t])[0]
 
     def _steps(self, coord: int, times: list[int]) -> list[float]:
-        """Noise of one coordinate at non-decreasing ``times``: its row as a list, walked by :meth:`_walk`."""
+        """Noise of one coordinate at non-decreasing ``times``, walked by :meth:`_walk`.
+
+        With k > 1 the row comes from the table (as a list for more than one step) and w is
+        turned into the stack of levels and back: O(valid levels) int operations a call.
+        """
         if self.k == 1:
             if times[0] < self._last:
                 _refuse_backwards(coord, self._last, times[0])
@@ -533,12 +538,17 @@ class _LazyTree(_Tree):
         state = self._state
         slot = state.slot(coord)
         last = state.check_forward(coord, slot, times[0])
-        row, levels = state.data[slot].tolist(), _levels(int(state.mask[slot]), self.h)
-        values = self._walk(row, levels, last, times)
-        state.data[slot], state.mask[slot], state.last[slot] = row, _mask(levels, self.h), times[-1]
+        levels = _levels(int(state.mask[slot]), self.h)
+        if len(times) == 1:  # one step reads and writes fewer entries than a copy of the row
+            values = [float(v) for v in self._walk(state.data[slot], levels, last, times)]
+        else:
+            row = state.data[slot].tolist()
+            values = self._walk(row, levels, last, times)
+            state.data[slot] = row
+        state.mask[slot], state.last[slot] = _mask(levels, self.h), times[-1]
         return values
 
-    def _walk(self, row: list[float], levels: list[int], last: int, times: list[int]) -> list[float]:
+    def _walk(self, row: _Row, levels: list[int], last: int, times: list[int]) -> list[float]:
         """Algorithm 1 for one coordinate from its row, valid levels below h and last query: the values.
 
         ``levels`` is w as a stack (ascending; level 0 stays at the bottom once queried):
@@ -584,15 +594,15 @@ class _LazyTree(_Tree):
         """The released value of the rows starting at ``base`` of the flat state."""
 
     @abstractmethod
-    def _start_one(self, row: list[float]) -> None:
+    def _start_one(self, row: _Row) -> None:
         """First query: draw the walk at level 0 (the root) and at level h."""
 
     @abstractmethod
-    def _bridge_one(self, row: list[float], a: int, m: int, c: int) -> None:
+    def _bridge_one(self, row: _Row, a: int, m: int, c: int) -> None:
         """Draw the walk at level m given levels a < m < c."""
 
     @abstractmethod
-    def _tail_one(self, row: list[float], m: int) -> None:
+    def _tail_one(self, row: _Row, m: int) -> None:
         """Draw level h given level m: the h - m fresh nodes below the shared node."""
 
     @abstractmethod
@@ -859,7 +869,7 @@ class FastGaMe(_GaussianNodes, _LazyTree):
         draws.pos, self._last = i + 1, t
         return value
 
-    def _walk(self, row: list[float], levels: list[int], last: int, times: list[int]) -> list[float]:
+    def _walk(self, row: _Row, levels: list[int], last: int, times: list[int]) -> list[float]:
         # _LazyTree._walk with the steps written out and the normals read from the
         # Generator's block by index: the calls cost more than the arithmetic of a step
         # (noise_steps is 15-20% faster per value than the one-step _noise_one above).
@@ -894,15 +904,15 @@ class FastGaMe(_GaussianNodes, _LazyTree):
         draws.pos = i
         return values
 
-    def _start_one(self, row: list[float]) -> None:
+    def _start_one(self, row: _Row) -> None:
         p0 = self._sigma * self._normal1()
         row[0] = p0
         row[self.h] = p0 + self._tail_sd[self.h] * self._normal1()
 
-    def _bridge_one(self, row: list[float], a: int, m: int, c: int) -> None:
+    def _bridge_one(self, row: _Row, a: int, m: int, c: int) -> None:
         row[m] = _bridge(row[a], row[c], a, m, c, self._sigma, self._normal1())
 
-    def _tail_one(self, row: list[float], m: int) -> None:
+    def _tail_one(self, row: _Row, m: int) -> None:
         row[self.h] = row[m] + self._tail_sd[self.h - m] * self._normal1()
 
     def _start_many(self, flat: NDArray[np.float64], base: NDArray[np.int64]) -> None:
@@ -971,18 +981,18 @@ class LaplaceFastGaMe(_LaplaceNodes, _LazyTree):
         return self.scale * self._draws.gamma(shape)
 
     # one coordinate: the same draws as the vectorized path, with Python floats
-    def _start_one(self, row: list[float]) -> None:
+    def _start_one(self, row: _Row) -> None:
         b, h, neg, gamma1 = self.scale, self.h, self._neg, self._draws.gamma1
         row[0], row[neg] = b * gamma1(1.0), b * gamma1(1.0)  # the root's two Exp(b) halves
         if h:
             self._tail_one(row, 0)
 
-    def _bridge_one(self, row: list[float], a: int, m: int, c: int) -> None:
+    def _bridge_one(self, row: _Row, a: int, m: int, c: int) -> None:
         for part in (0, self._neg):
             lo = row[part + a]
             row[part + m] = lo + (row[part + c] - lo) * self._draws.beta1(m - a, c - m)
 
-    def _tail_one(self, row: list[float], m: int) -> None:
+    def _tail_one(self, row: _Row, m: int) -> None:
         h, b = self.h, self.scale
         for part in (0, self._neg):
             row[part + h] = row[part + m] + b * self._draws.gamma1(float(h - m))
