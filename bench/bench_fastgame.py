@@ -6,8 +6,11 @@ steps when T = 2^10, ever sparser after), one scalar query each, on fresh instan
 figure is the best of ``repeats`` interleaved rounds (after a warm-up round), in ns of this thread's
 CPU time per query. FastGaMe's work per query is
 O(1) (Pagh & Sejer 2026, Theorem 3.1), GaussianTree's is the number of path nodes not
-drawn yet, up to h + 1. Also measured: the vectorized path, ns per coordinate when 10^5
-of k = 10^6 coordinates are queried at each step.
+drawn yet, up to h + 1. In the same rounds: FastGaMe's scalar query at T = 2^60 (1024
+steps drawn the same way), ``noise_steps`` over the same steps in one call, and the
+lockstep path (k = 4096 coordinates read together at every 16th of the steps: 64 reads).
+Also measured: the vectorized path, ns per coordinate when 10^5 of k = 10^6 coordinates
+are queried at each step.
 
 Figures:
 - ``fastgame_ns_per_query`` / ``tree_ns_per_query``: by log2 T.
@@ -15,7 +18,37 @@ Figures:
   (about 1 for O(1) work).
 - ``speedup_ratio``: GaussianTree ns/query over FastGaMe ns/query at the largest T;
   ``speedup_by_log2_T`` for every T.
+- ``fastgame_ns_per_query_at_2^60``; ``fastgame_2^60_over_smallest_ratio`` (over 2^10).
+- ``noise_steps_ns_per_value``: by log2 T (60 included); ``query_over_noise_steps_ratio``.
+- ``lockstep_ns_per_value``: ns per coordinate and read, by log2 T (60 included);
+  ``lockstep_flatness_ratio`` (largest T of the range over the smallest) and
+  ``lockstep_2^60_over_smallest_ratio``.
 - ``vectorized_ns_per_coordinate``: by log2 T, for 2^10 and 2^30.
+
+Issue 29, three runs of this bench each on the code before (the Kalman-filter lockstep,
+numpy rows on the scalar path) and after, alternating, on the shared 2-core machine at
+load average 4-5 (so absolute times are high; the ratios hold):
+
+==================================  ==================  ==================
+figure                              before              after
+==================================  ==================  ==================
+scalar ns/query, T = 2^60           2989, 3160, 3083    1216, 1344, 982
+scalar ns/query, T = 2^10           2743, 3707, 2831    1112, 1249, 1450
+GaussianTree / FastGaMe at 2^10     1.47, 1.19, 1.46    4.50, 4.29, 4.37
+flatness_ratio (scalar)             1.07, 0.80, 1.04    1.00, 1.05, 0.62
+lockstep ns/value, 2^10 / 2^30 (1)  34 / 68             39 / 40
+lockstep ns/value, 2^60             141, 148, 135       39, 41, 34
+lockstep_flatness_ratio             2.03, 1.74, 1.90    1.02, 1.00, 0.79
+lockstep_2^60_over_smallest_ratio   4.19, 3.57, 3.86    1.01, 0.98, 0.78
+noise_steps ns/value, 2^60          (none)              1191, 1108, 853
+==================================  ==================  ==================
+
+((1): the first run of each. Ratios below 1 are load shifting within a run.) The scalar query costs one step of
+Algorithm 1 in Python numbers; ``noise_steps`` saves the per-query dispatch (1.0-1.2x
+with k = 1; with k = 10 at T = 2^60, 845 ns per value against 10.6 us per
+``noise(t, coord)``, which checks the coordinate and looks up its row every time).
+The lockstep read costs about 15% more at T = 2^10 (up to two normals per value where
+the Kalman filter drew one) and is flat in T.
 """
 
 from __future__ import annotations
