@@ -43,12 +43,12 @@ lockstep_2^60_over_smallest_ratio   4.19, 3.57, 3.86    1.01, 0.98, 0.78
 noise_steps ns/value, 2^60          (none)              1191, 1108, 853
 ==================================  ==================  ==================
 
-((1): the first run of each. Ratios below 1 are load shifting within a run.) The scalar query costs one step of
-Algorithm 1 in Python numbers; ``noise_steps`` saves the per-query dispatch (1.0-1.2x
-with k = 1; with k = 10 at T = 2^60, 845 ns per value against 10.6 us per
-``noise(t, coord)``, which checks the coordinate and looks up its row every time).
-The lockstep read costs about 15% more at T = 2^10 (up to two normals per value where
-the Kalman filter drew one) and is flat in T.
+((1): the first run of each. Ratios below 1 are load shifting within a run.) The scalar
+query costs one step of Algorithm 1 in Python numbers; ``noise_steps`` saves the
+per-query dispatch (1.0-1.2x with k = 1; with k = 10 at T = 2^60, 845 ns per value
+against 10.6 us per ``noise(t, coord)``, which checks the coordinate and looks up its
+row every time). The lockstep read costs about 15% more at T = 2^10 (up to two normals
+per value where the Kalman filter drew one) and is flat in T.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _steps_ns_per_value(T: int, times: list[int], seed: int) -> float:
 def _lockstep_ns_per_value(T: int, times: list[int], seed: int) -> float:
     mech = FastGaMe(T, 1.0, k=LOCKSTEP_K, seed=seed)
     noise = mech.noise
-    noise(times[0])  # the first read allocates nothing, but draws the root: not a typical read
+    noise(times[0])  # the first read builds the state and draws the root: not a typical read
     start = _clock()
     for t in times[1:]:
         noise(t)
