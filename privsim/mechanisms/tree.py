@@ -519,13 +519,34 @@ class _LazyTree(_Tree):
         return np.array(self._steps(int(key), steps.tolist())) if steps.size else np.zeros(0)
 
     def _noise_one(self, coord: int, t: int) -> float:
-        return self._steps(coord, [t])[0]
+        if self.k == 1:
+            return self._steps(coord, [t])[0]
+        # k > 1: one step on the table row and its mask as they are (cheaper than the
+        # list and the stack of _steps for one step)
+        if self._lock is not None:
+            self._unlock()
+        state = self._state
+        slot = state.slot(coord)
+        row, w, last = state.data[slot], int(state.mask[slot]), int(state.last[slot])
+        if t < last:
+            _refuse_backwards(coord, last, t)
+        if t != last:
+            if last == 0:  # Alg. 1 l.3-9
+                self._start_one(row)
+                w = 1 | (1 << self.h)
+            else:
+                m, a, c, w = _shared_level(w, last, t, self.h)  # Alg. 1 l.16-30
+                if a != m:
+                    self._bridge_one(row, a, m, c)
+                self._tail_one(row, m)
+            state.mask[slot], state.last[slot] = w, t
+        return float(self._value(row, 0))
 
     def _steps(self, coord: int, times: list[int]) -> list[float]:
         """Noise of one coordinate at non-decreasing ``times``, walked by :meth:`_walk`.
 
-        With k > 1 the row comes from the table (as a list for more than one step) and w is
-        turned into the stack of levels and back: O(valid levels) int operations a call.
+        With k > 1 the row is copied from the table to a list and its mask w turned into the
+        stack of levels, and back (O(valid levels) once a call).
         """
         if self.k == 1:
             if times[0] < self._last:
@@ -535,17 +556,12 @@ class _LazyTree(_Tree):
             return values
         if self._lock is not None:
             self._unlock()
-        state = self._state
+        state, h = self._state, self.h
         slot = state.slot(coord)
         last = state.check_forward(coord, slot, times[0])
-        levels = _levels(int(state.mask[slot]), self.h)
-        if len(times) == 1:  # one step reads and writes fewer entries than a copy of the row
-            values = [float(v) for v in self._walk(state.data[slot], levels, last, times)]
-        else:
-            row = state.data[slot].tolist()
-            values = self._walk(row, levels, last, times)
-            state.data[slot] = row
-        state.mask[slot], state.last[slot] = _mask(levels, self.h), times[-1]
+        row, levels = state.data[slot].tolist(), _levels(int(state.mask[slot]), h)
+        values = self._walk(row, levels, last, times)
+        state.data[slot], state.mask[slot], state.last[slot] = row, _mask(levels, h), times[-1]
         return values
 
     def _walk(self, row: _Row, levels: list[int], last: int, times: list[int]) -> list[float]:
@@ -845,8 +861,8 @@ class FastGaMe(_GaussianNodes, _LazyTree):
         # One step of _walk (below) with the state read from self: with T = 2^60 the
         # calls, lists and loop of a walk of one step cost half as much as the step.
         last, draws = self._last, self._blocks
-        if last == 0 or not self._fast_scalar:
-            return super()._noise_one(coord, t)
+        if not self._fast_scalar or last == 0:
+            return _LazyTree._noise_one(self, coord, t)
         assert draws is not None
         if t <= last:
             if t < last:
