@@ -45,9 +45,9 @@ noise_steps ns/value, 2^60          (none)              1191, 1108, 853
 
 ((1): the first run of each. Ratios below 1 are load shifting within a run.) The scalar
 query costs one step of Algorithm 1 in Python numbers; ``noise_steps`` saves the
-per-query dispatch (1.0-1.2x with k = 1; with k = 10 at T = 2^60, 845 ns per value
-against 10.6 us per ``noise(t, coord)``, which checks the coordinate and looks up its
-row every time). The lockstep read costs about 15% more at T = 2^10 (up to two normals
+per-query dispatch (1.0-1.2x with k = 1; with k = 10 at T = 2^60, 9-13x: 845 ns per
+value against 10.6 us per ``noise(t, coord)``, which checks the coordinate and looks up
+its row every time). The lockstep read costs about 15% more at T = 2^10 (up to two normals
 per value where the Kalman filter drew one) and is flat in T.
 """
 
