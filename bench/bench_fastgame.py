@@ -49,6 +49,10 @@ per-query dispatch (1.0-1.2x with k = 1; with k = 10 at T = 2^60, 9-13x: 845 ns 
 value against 10.6 us per ``noise(t, coord)``, which checks the coordinate and looks up
 its row every time). The lockstep read costs about 15% more at T = 2^10 (up to two normals
 per value where the Kalman filter drew one) and is flat in T.
+The machine also has slower phases (every Python operation about twice as long): in one,
+GaussianTree took 9.3 us per query at T = 2^10 (the phase of issue 29's 6.3 us) and
+FastGaMe's scalar query 2.24 us at T = 2^60, so its <= 1.5 us holds only in the faster
+phases; the ratios (GaussianTree / FastGaMe 4.59 at 2^10, lockstep flatness 0.95) hold in both.
 """
 
 from __future__ import annotations
