@@ -287,10 +287,14 @@ def test_counter_and_protocol_take_the_noise_options():
 
 
 def test_fastgame_mutant_check_still_applies_to_the_refactored_bridge(monkeypatch):
-    # the module-level bridge is the one FastGaMe calls (test_fastgame's mutants rely on it)
+    # the module-level bridge is the one FastGaMe's vectorized and lockstep paths call
+    # (test_fastgame's mutants rely on it). The scalar path writes it out since issue 29
+    # (a call costs a fifth of a step); test_exact_joint_law_scalar_path pins it exactly.
     called = []
     real = tree_module._bridge
     monkeypatch.setattr(tree_module, "_bridge", lambda *a: called.append(1) or real(*a))
-    fg = FastGaMe(8, 1.0, seed=0)
-    fg.noise(1), fg.noise(3)
-    assert called
+    for k, coords in ((3, [0, 1]), (2, None)):  # a subset (the table), all coordinates (lockstep)
+        fg = FastGaMe(8, 1.0, k=k, seed=0)
+        fg.noise(1, coords), fg.noise(3, coords)
+        assert len(called) == 1
+        called.clear()

@@ -23,10 +23,12 @@ from privsim.mechanisms._slots import SlotTable
 from privsim.mechanisms.tree import (
     FastGaMe,
     GaussianTree,
+    LaplaceFastGaMe,
     _bit_length,
     common_prefix_length,
     tree_covariance,
 )
+from privsim.parties.rng import TrialRNG
 
 # An irregular sequence over T = 2^10 that exercises bridges with a = 0 and a > 0,
 # c = h and c < h, a valid shared level (t = 513) and the last leaf:
@@ -321,19 +323,22 @@ def test_scalar_and_vector_paths_draw_the_same_stream():
 
 def test_constant_number_of_draws_per_query():
     fg = FastGaMe(2**60, 1.0, seed=6)
-    draws = []
-    original = fg._normal1
+    # The scalar path reads the block of normals by index: count the normals read
+    # (before each refill, up to the index it started from; then up to the current one).
+    draws, done = fg._draws, [0]
+    original = draws.refill
 
-    def counting() -> float:
-        draws.append(1)
-        return original()
+    def counting(pos: int) -> tuple[list[float], int]:
+        done[0] += pos
+        return original(pos)
 
-    fg._normal1 = counting  # type: ignore[method-assign]
-    times = np.unique(np.random.default_rng(0).integers(1, 2**60, 300, dtype=np.int64))
+    draws.refill = counting  # type: ignore[method-assign]
+    times = np.unique(np.random.default_rng(0).integers(1, 2**60, 3000, dtype=np.int64))
     for t in times.tolist():
-        before = len(draws)
+        before = done[0] + draws.pos
         fg.noise(t)
-        assert len(draws) - before <= 2  # a bridge point and a tail, whatever T is
+        assert 1 <= done[0] + draws.pos - before <= 2  # a bridge point and a tail, whatever T is
+    assert done[0] > 0  # the count crossed blocks
 
 
 def test_only_queried_coordinates_cost_memory():
@@ -422,6 +427,67 @@ def test_lockstep_off_keeps_the_per_coordinate_path():
     every = np.arange(4)
     off = FastGaMe(64, 1.0, k=4, seed=3, lockstep=False)
     ref = FastGaMe(64, 1.0, k=5, seed=3)  # four of five coordinates: the per-coordinate path
+    on = FastGaMe(64, 1.0, k=4, seed=3)
     for t in (1, 2, 7, 8, 33):
-        np.testing.assert_array_equal(off.noise(t), ref.noise(t, every))
-    assert not np.array_equal(FastGaMe(64, 1.0, k=4, seed=3).noise(1), FastGaMe(64, 1.0, k=5, seed=3).noise(1, every))
+        values = off.noise(t)
+        np.testing.assert_array_equal(values, ref.noise(t, every))
+        # Since issue 29 lockstep is Algorithm 1 with the bookkeeping done once for all
+        # coordinates (before, a Kalman filter with one normal per value): the same draws.
+        np.testing.assert_array_equal(on.noise(t), values)
+
+
+# ----------------------------------------------------------------------------------
+# many steps of one coordinate (issue 29)
+@settings(max_examples=60, deadline=None)
+@given(h=st.sampled_from([0, 1, 3, 10, 40, 60]), data=st.data())
+def test_noise_steps_is_one_query_per_step(h, data):
+    """noise_steps reads the draws of one query per step, in order: the same values, bit for bit."""
+    T = 1 << h
+    times = sorted(data.draw(st.lists(st.integers(1, T), min_size=1, max_size=30)))
+    split = data.draw(st.integers(0, len(times)))  # steps queried one by one before the batch
+    for k, coord in ((1, None), (4, 2)):
+        a, b = FastGaMe(T, 0.6, k=k, seed=h), FastGaMe(T, 0.6, k=k, seed=h)
+        if k > 1:  # another coordinate draws in between: the stream is shared
+            a.noise(1, [0, 3]), b.noise(1, [0, 3])
+        one_by_one = [b.noise(t, coord) if k > 1 else b.noise(t) for t in times]
+        batch = [a.noise(t, coord) if k > 1 else a.noise(t) for t in times[:split]]
+        batch += a.noise_steps(times[split:], coord).tolist()
+        assert batch == one_by_one
+        np.testing.assert_array_equal(a.noise(T, [0, coord or 0]), b.noise(T, [0, coord or 0]))
+
+
+def test_the_written_out_steps_are_algorithm_1_with_hooks():
+    """FastGaMe's scalar query and walk equal the generic walk (_start/_bridge/_tail_one) on the same normals.
+
+    A one-trial TrialRNG over a Generator reads that Generator's normals in order, one per
+    draw, and takes the generic walk; a seed Generator is read in blocks by index.
+    """
+    times = [1, 2, 5, 129, 137, 161, 162, 162, 300, 513, 600, 1000, 1023, 1024]
+    generic = FastGaMe(1024, 0.5, seed=TrialRNG([np.random.default_rng(7)], [(0, 1)], 1, False))
+    queries, walk = FastGaMe(1024, 0.5, seed=np.random.default_rng(7)), FastGaMe(1024, 0.5, seed=7)
+    expected = [generic.noise(t) for t in times]
+    assert [queries.noise(t) for t in times] == expected
+    assert walk.noise_steps(times).tolist() == expected
+
+
+def test_noise_steps_of_the_laplace_tree_and_errors():
+    lap, ref = LaplaceFastGaMe(2**20, 1.0, k=3, seed=1), LaplaceFastGaMe(2**20, 1.0, k=3, seed=1)
+    times = [3, 3, 17, 2**19, 2**20]
+    assert lap.noise_steps(times, 1).tolist() == [ref.noise(t, 1) for t in times]
+    fg = FastGaMe(64, 1.0, k=3, seed=0)
+    fg.noise_steps([5, 9], 0)
+    with pytest.raises(ParameterError, match="before the last query"):
+        fg.noise_steps([8, 10], 0)
+    assert fg.prefix_sums(0)[-1] == fg.noise(9, 0)  # nothing drawn by the refused call
+    with pytest.raises(ParameterError, match="non-decreasing"):
+        fg.noise_steps([10, 9], 1)
+    with pytest.raises(ParameterError, match="coord is required"):
+        fg.noise_steps([10])
+    with pytest.raises(ParameterError, match="one int"):
+        fg.noise_steps([10], [1, 2])
+    with pytest.raises(InputError, match="times"):
+        fg.noise_steps([0, 3], 1)
+    with pytest.raises(InputError, match="coord"):
+        fg.noise_steps([3], 3)
+    assert fg.noise_steps([], 2).shape == (0,)
+    assert fg.n_materialized == 1

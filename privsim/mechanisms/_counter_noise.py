@@ -9,8 +9,9 @@ that noise from :func:`counter_noise`, the one place where it is built:
 
 one :class:`~privsim.mechanisms.tree.FastGaMe` over the ``(trials or 1) * cells``
 counters, trial-major. Where every step that reads any counter reads every counter (the
-default, and always with ``trials=R``), FastGaMe keeps them in lockstep: one standard
-normal per counter and read, from one Generator, so a chunk of trials depends on that
+default, and always with ``trials=R``), FastGaMe keeps them in lockstep: Algorithm 1
+with the bookkeeping shared, at most two standard normals per counter and read, O(1)
+array operations per read whatever T, from one Generator, so a chunk of trials depends on that
 Generator alone (the protocols seed one per seeding block of trials: batch-invariant,
 docs/architecture.md, "Trials and seeds"); a read of a subset then draws all counters'
 noise at that step and returns the subset (the values read have the tree's joint law:
@@ -96,7 +97,7 @@ class CounterNoise:
         self.kind = kind
         self._R = 1 if trials is None else trials
         # Dense: a read of a subset reads all counters, so FastGaMe keeps them in lockstep (one
-        # normal per counter and read). Sparse: one release of all, then reads name a few.
+        # history for all counters). Sparse: one release of all, then reads name a few.
         self._dense = source.lockstep and not sparse
         self._source = source.source(T, sigma2, self._R * cells, seed, lockstep=not sparse)
 

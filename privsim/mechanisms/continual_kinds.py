@@ -74,8 +74,8 @@ class ContinualNoise:
     pure:
         True for Laplace nodes: budgets and losses are epsilon (pure DP), else rho (zCDP).
     lockstep:
-        True if the sampler can keep many coordinates in lockstep (one draw per
-        coordinate and read, :class:`~privsim.mechanisms.FastGaMe`).
+        True if the sampler can keep many coordinates in lockstep (one history for all,
+        :class:`~privsim.mechanisms.FastGaMe`).
 
     Examples
     --------

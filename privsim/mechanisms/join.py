@@ -42,7 +42,7 @@ Trials. With ``trials=R`` the estimator runs R independent instances at once (ow
 own noise, all from ``seed``; every array gets a leading trial axis): the update and
 estimate paths are numpy over (R, k, b), and the noise is a
 :class:`~privsim.mechanisms.tree.FastGaMe` over all counters of all trials, read in
-lockstep (one standard normal per counter and read; see docs/architecture.md,
+lockstep (Algorithm 1 with one history for all counters; see docs/architecture.md,
 "Trials and seeds", for how the protocols seed it).
 """
 

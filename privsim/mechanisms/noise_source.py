@@ -79,35 +79,47 @@ class _GeneratorDraws:
     """Draws from one Generator; standard normals in blocks, consumed in order.
 
     A scalar query then costs a list read instead of a ~2 us Generator call, while the
-    scalar and the vectorized paths still read one sequence.
+    scalar and the vectorized paths still read one sequence: the Generator's normals in
+    the order they were drawn, however a block is split between the paths.
+
+    Attributes
+    ----------
+    block, pos:
+        The current block as a list and the index of its next unread normal. A loop that
+        reads normals by index (FastGaMe's scalar path) takes them, calls :meth:`refill`
+        when fewer remain than a step needs, and stores the index it reached in ``pos``.
     """
 
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng
         self._block = np.zeros(0)
-        self._block_list: list[float] = []
-        self._block_pos = 0
+        self.block: list[float] = []
+        self.pos = 0
+
+    def refill(self, pos: int) -> tuple[list[float], int]:
+        """A fresh block with the unread rest (from ``pos``) in front; returns ``(block, 0)``."""
+        self._block = np.concatenate([self._block[pos:], self.rng.standard_normal(_NORMAL_BLOCK)])
+        self.block, self.pos = self._block.tolist(), 0
+        return self.block, 0
 
     def normal1(self) -> float:
-        if self._block_pos == len(self._block_list):
-            self._block = self.rng.standard_normal(_NORMAL_BLOCK)
-            self._block_list = self._block.tolist()
-            self._block_pos = 0
-        self._block_pos += 1
-        return self._block_list[self._block_pos - 1]
+        if self.pos == len(self.block):
+            self.refill(self.pos)
+        self.pos += 1
+        return self.block[self.pos - 1]
 
     def normals(self, n: int, width: int = 0) -> NDArray[np.float64]:
         """n standard normals, or an (n, width) array of them."""
         size = n * max(width, 1)
-        pos, have = self._block_pos, len(self._block_list)
+        pos, have = self.pos, len(self.block)
         if size <= have - pos:
-            self._block_pos = pos + size
+            self.pos = pos + size
             out = self._block[pos : pos + size]
         elif pos == have:  # nothing left in the block: no copy
             out = self.rng.standard_normal(size)
         else:
             out = np.concatenate([self._block[pos:], self.rng.standard_normal(size - (have - pos))])
-            self._block_pos = have  # the next scalar draw starts a fresh block
+            self.pos = have  # the next scalar draw starts a fresh block
         return out.reshape(n, width) if width else out
 
     def gamma(self, shape: NDArray[np.float64]) -> NDArray[np.float64]:

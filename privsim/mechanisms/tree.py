@@ -36,7 +36,14 @@ from privsim.errors import ParameterError
 from privsim.mechanisms._checks import integer, integer_values, positive
 from privsim.mechanisms._seeding import SeedLike
 from privsim.mechanisms.calibration import tree_rho, tree_sigma2
-from privsim.mechanisms.noise_source import MAX_HEIGHT, NoiseSource, StateTable, _refuse_backwards, tree_height
+from privsim.mechanisms.noise_source import (
+    MAX_HEIGHT,
+    NoiseSource,
+    StateTable,
+    _GeneratorDraws,
+    _refuse_backwards,
+    tree_height,
+)
 from privsim.parties.rng import TrialRNG
 
 __all__ = [
@@ -52,6 +59,7 @@ __all__ = [
 
 _F = TypeVar("_F", float, NDArray[np.float64])
 _I = int | NDArray[np.int64]
+_Row = list[float] | NDArray[np.float64]  # one coordinate's prefix sums, a list or a table row
 
 
 def common_prefix_length(t1: int, t2: int, h: int) -> int:
@@ -134,6 +142,44 @@ def _bridge(pa: _F, pc: _F, a: _I, m: _I, c: _I, s: float, z: _F) -> _F:
     and, elementwise, on arrays.
     """
     return pa + (m - a) / (c - a) * (pc - pa) + s * ((m - a) * (c - m) / (c - a)) ** 0.5 * z
+
+
+def _shared_level(w: int, last: int, t: int, h: int) -> tuple[int, int, int, int]:
+    """Algorithm 1's bookkeeping of a read at t after one at l = ``last`` with validity mask w.
+
+    Returns m = |LCP(bin(l - 1), bin(t - 1))| (Alg. 1 l.16); the valid levels a < m < c
+    nearest to m for the bridge, or a = c = m when level m is valid (l.18-23); and the new
+    mask: levels 0..m as they were, m and h valid, m+1..h-1 not (l.27-30).
+
+    Examples
+    --------
+    >>> _shared_level(0b10001, 1, 5, 4)   # after t = 1: leaves 0000 and 0100 share levels 0..1
+    (1, 0, 4, 19)
+    """
+    m = h - ((last - 1) ^ (t - 1)).bit_length()
+    new_w = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)
+    if (w >> m) & 1:
+        return m, m, m, new_w
+    above = (w >> (m + 1)) << (m + 1)
+    return m, (w & ((1 << m) - 1)).bit_length() - 1, (above & -above).bit_length() - 1, new_w
+
+
+def _levels(w: int, h: int) -> list[int]:
+    """The valid levels below h of the mask w, ascending (the stack of :meth:`_LazyTree._walk`).
+
+    With h = 0 the root is both the bottom of the stack and the leaf: [0] once queried.
+    """
+    levels, w = [], w & ((1 << h) - 1) if h else w
+    while w:
+        low = w & -w
+        levels.append(low.bit_length() - 1)
+        w ^= low
+    return levels
+
+
+def _mask(levels: list[int], h: int) -> int:
+    """The mask w of the valid levels below h and of level h (0 before the first query)."""
+    return sum(map((1).__lshift__, levels)) | (1 << h) if levels else 0
 
 
 class _Tree(NoiseSource):
@@ -391,25 +437,160 @@ class _LazyTree(_Tree):
 
     Per coordinate: the last query time l, the validity bitmask w over levels 0..h and
     ``parts`` random walks of prefix sums over the levels (one for Gaussian nodes; the
-    positive and the negative Gamma parts for Laplace nodes), in one row of a
-    :class:`StateTable`, part p at columns p (h + 1) .. p (h + 1) + h (or in a :class:`_Lockstep`).
+    positive and the negative Gamma parts for Laplace nodes), part p at columns
+    p (h + 1) .. p (h + 1) + h of a row, in a :class:`StateTable` (or a :class:`_Lockstep`
+    while every query reads all coordinates). A scalar query walks one coordinate in
+    Python numbers (:meth:`_walk`): the row as a list and the valid levels below h as a
+    stack instead of w (with T = 2^60, w and l are 61-bit ints, several times slower to
+    shift and mask than small ones). With k = 1 that is the state itself; otherwise the
+    row is copied out of the table and back.
     """
 
     parts = 1
     _lock: _Lockstep | None = None
 
     def _setup_state(self) -> None:
-        self._state = StateTable(self.k, self.parts * (self.h + 1))
+        width = self.parts * (self.h + 1)
+        self._state = StateTable(self.k, width)
+        # k = 1: the one coordinate's row, valid levels below h (ascending) and last query
+        self._row, self._levels, self._last = [0.0] * width, [], 0
 
     @property
     def n_materialized(self) -> int:
         """Number of coordinates that hold state (the distinct coordinates queried)."""
+        if self.k == 1:
+            return int(self._last > 0)
         return self.k if self._lock is not None else self._state.size
 
     @property
     def nbytes(self) -> int:
         """Bytes of per-coordinate state (grows with queried coordinates, not with k)."""
-        return self._state.nbytes + (0 if self._lock is None else self._lock.mu.nbytes)
+        if self.k == 1:
+            return 8 * (len(self._row) + 2)
+        return self._state.nbytes + (0 if self._lock is None else self._lock.nbytes)
+
+    def noise_steps(self, times: ArrayLike, coord: int | None = None) -> NDArray[np.float64]:
+        """The noise of one coordinate at many steps: ``noise(t, coord)`` for each t, in one call.
+
+        The same values, from the same draws in the same order, as querying the steps one
+        by one (so a seed gives the same stream whichever way it is read), at a fraction of
+        the per-step cost: one loop over Algorithm 1 in Python numbers, with no per-step
+        argument checks or calls into numpy.
+
+        Parameters
+        ----------
+        times:
+            Non-decreasing time steps in 1..T, none before the coordinate's last query
+            (repeats give the same value again).
+        coord:
+            The coordinate, 0..k-1; None means 0 when k == 1.
+
+        Returns
+        -------
+        numpy.ndarray
+            One value per step, shape ``(len(times),)``.
+
+        Raises
+        ------
+        ParameterError
+            If ``coord`` is missing (k > 1) or not one int, or the steps are not a
+            non-decreasing sequence or start before the coordinate's last query (nothing
+            is drawn then).
+        InputError
+            If ``coord`` is not an integer in 0..k-1 or a step not one in 1..T.
+
+        Examples
+        --------
+        >>> a, b = FastGaMe(2**40, 1.0, seed=5), FastGaMe(2**40, 1.0, seed=5)
+        >>> steps = [3, 10, 10, 2**39]
+        >>> a.noise_steps(steps).tolist() == [b.noise(t) for t in steps]
+        True
+        """
+        if coord is None and self.k != 1:
+            raise ParameterError("coord is required when k > 1 (an int in 0..k-1)")
+        key = integer_values("coord", 0 if coord is None else coord, 0, self.k - 1)
+        if key.ndim:
+            raise ParameterError(f"coord must be one int (got shape {key.shape}); noise(t, coords) reads many")
+        steps = np.asarray(times)
+        steps = integer_values("times", steps if steps.size else steps.astype(np.int64), 1, self.T)
+        if steps.ndim != 1 or (np.diff(steps) < 0).any():
+            raise ParameterError(f"times must be a non-decreasing sequence of steps in 1..{self.T} (got shape "
+                                 f"{steps.shape}{', decreasing somewhere' if steps.ndim == 1 else ''})")
+        return np.array(self._steps(int(key), steps.tolist())) if steps.size else np.zeros(0)
+
+    def _noise_one(self, coord: int, t: int) -> float:
+        if self.k == 1:
+            return self._steps(coord, [t])[0]
+        # k > 1: one step on the table row and its mask as they are (cheaper than the
+        # list and the stack of _steps for one step)
+        if self._lock is not None:
+            self._unlock()
+        state = self._state
+        slot = state.slot(coord)
+        row, w, last = state.data[slot], int(state.mask[slot]), int(state.last[slot])
+        if t < last:
+            _refuse_backwards(coord, last, t)
+        if t != last:
+            if last == 0:  # Alg. 1 l.3-9
+                self._start_one(row)
+                w = 1 | (1 << self.h)
+            else:
+                m, a, c, w = _shared_level(w, last, t, self.h)  # Alg. 1 l.16-30
+                if a != m:
+                    self._bridge_one(row, a, m, c)
+                self._tail_one(row, m)
+            state.mask[slot], state.last[slot] = w, t
+        return float(self._value(row, 0))
+
+    def _steps(self, coord: int, times: list[int]) -> list[float]:
+        """Noise of one coordinate at non-decreasing ``times``, walked by :meth:`_walk`.
+
+        With k > 1 the row is copied from the table to a list and its mask w turned into the
+        stack of levels, and back (O(valid levels) once a call).
+        """
+        if self.k == 1:
+            if times[0] < self._last:
+                _refuse_backwards(coord, self._last, times[0])
+            values = self._walk(self._row, self._levels, self._last, times)
+            self._last = times[-1]
+            return values
+        if self._lock is not None:
+            self._unlock()
+        state, h = self._state, self.h
+        slot = state.slot(coord)
+        last = state.check_forward(coord, slot, times[0])
+        row, levels = state.data[slot].tolist(), _levels(int(state.mask[slot]), h)
+        values = self._walk(row, levels, last, times)
+        state.data[slot], state.mask[slot], state.last[slot] = row, _mask(levels, h), times[-1]
+        return values
+
+    def _walk(self, row: _Row, levels: list[int], last: int, times: list[int]) -> list[float]:
+        """Algorithm 1 for one coordinate from its row, valid levels below h and last query: the values.
+
+        ``levels`` is w as a stack (ascending; level 0 stays at the bottom once queried):
+        a query pops the levels above the shared one m, the lowest of which is c, and the
+        level left on top is a (Alg. 1 l.16-30). ``row`` and ``levels`` are updated in place.
+        """
+        h, values = self.h, []
+        for t in times:
+            if t != last:  # Alg. 1 l.12: the same leaf gives the same value
+                if last == 0:  # Alg. 1 l.3-9: the root, then h more levels
+                    self._start_one(row)
+                    levels.append(0)
+                else:
+                    m = h - ((last - 1) ^ (t - 1)).bit_length()  # Alg. 1 l.16
+                    c = h
+                    while levels[-1] > m:  # Alg. 1 l.27-30: the old path's levels below m leave
+                        c = levels.pop()
+                    if levels[-1] != m:  # Alg. 1 l.18-23: bridge between the valid levels a < m < c
+                        self._bridge_one(row, levels[-1], m, c)
+                        levels.append(m)
+                    # Alg. 1 l.25-26: below level m the new path is a right subtree no earlier
+                    # query has entered, so its h - m node noises are fresh.
+                    self._tail_one(row, m)
+                last = t
+            values.append(self._value(row, 0))
+        return values
 
     def _unlock(self) -> None:
         """Move the lockstep walks into the table, coordinate i in row i (Algorithm 1's state)."""
@@ -419,7 +600,7 @@ class _LazyTree(_Tree):
         assert state.table is not None  # k > 1
         state.table.get_or_insert(np.arange(k, dtype=np.int64))  # the table is empty: rows 0..k-1
         state.grow(k)
-        state.data[:k] = lock.rows(self._draws.normals)
+        state.data[:k] = lock.P.T
         state.last[:k] = lock.last
         state.mask[:k] = lock.mask
 
@@ -429,15 +610,15 @@ class _LazyTree(_Tree):
         """The released value of the rows starting at ``base`` of the flat state."""
 
     @abstractmethod
-    def _start_one(self, row: NDArray[np.float64]) -> None:
+    def _start_one(self, row: _Row) -> None:
         """First query: draw the walk at level 0 (the root) and at level h."""
 
     @abstractmethod
-    def _bridge_one(self, row: NDArray[np.float64], a: int, m: int, c: int) -> None:
+    def _bridge_one(self, row: _Row, a: int, m: int, c: int) -> None:
         """Draw the walk at level m given levels a < m < c."""
 
     @abstractmethod
-    def _tail_one(self, row: NDArray[np.float64], m: int) -> None:
+    def _tail_one(self, row: _Row, m: int) -> None:
         """Draw level h given level m: the h - m fresh nodes below the shared node."""
 
     @abstractmethod
@@ -450,38 +631,10 @@ class _LazyTree(_Tree):
     @abstractmethod
     def _tail_many(self, flat: NDArray[np.float64], base: NDArray[np.int64], m: NDArray[np.int64]) -> None: ...
 
-    # -- one coordinate (plain Python ints; Alg. 1 line by line) ------------------------
-    def _noise_one(self, coord: int, t: int) -> float:
-        if self._lock is not None:
-            self._unlock()
-        state, h = self._state, self.h
-        slot = 0 if state.table is None and state.size else state.slot(coord)  # k = 1: one row
-        row = state.data[slot]
-        last = int(state.last[slot])
-        if last > t:
-            state.check_forward(coord, slot, t)  # raises
-        if last == t:  # Alg. 1 l.12: same leaf, same value
-            return float(self._value(row, 0))
-        if last == 0:  # Alg. 1 l.3-9: the root, then h more levels
-            self._start_one(row)
-            w = 1 | (1 << h)
-        else:
-            m = h - ((last - 1) ^ (t - 1)).bit_length()  # Alg. 1 l.16
-            w = int(state.mask[slot])
-            if not (w >> m) & 1:  # Alg. 1 l.18-23: bridge between the valid levels a < m < c
-                a = (w & ((1 << m) - 1)).bit_length() - 1
-                above = (w >> (m + 1)) << (m + 1)
-                self._bridge_one(row, a, m, (above & -above).bit_length() - 1)
-            # Alg. 1 l.25-26: below level m the new path is a right subtree no earlier
-            # query has entered, so its h - m node noises are fresh.
-            self._tail_one(row, m)
-            w = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)  # Alg. 1 l.27-30
-        state.mask[slot] = w
-        state.last[slot] = t
-        return float(self._value(row, 0))
-
     # -- many coordinates at one step (the same steps, vectorized) ----------------------
     def _noise_many(self, coords: NDArray[np.int64], t: int) -> NDArray[np.float64]:
+        if self.k == 1:  # coords is [0]: the scalar path's state
+            return np.array(self._steps(0, [t]))
         if self._lock is not None:
             self._unlock()
         state, h = self._state, self.h
@@ -519,94 +672,56 @@ class _LazyTree(_Tree):
         self._tail_many(flat, base, m)
         self._state.mask[slots] = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)
 
-
     def _advance_together(self, flat: NDArray[np.float64], slots: NDArray[np.int64], base: NDArray[np.int64],
                           last: int, w: int, t: int) -> None:
         """_advance when every coordinate has the same history (a protocol's trials): scalar levels."""
-        h = self.h
-        m = h - ((last - 1) ^ (t - 1)).bit_length()
-        if not (w >> m) & 1:
-            a = (w & ((1 << m) - 1)).bit_length() - 1
-            above = (w >> (m + 1)) << (m + 1)
-            self._bridge_many(flat, base, a, m, (above & -above).bit_length() - 1)  # type: ignore[arg-type]
+        m, a, c, new_w = _shared_level(w, last, t, self.h)
+        if a != m:
+            self._bridge_many(flat, base, a, m, c)  # type: ignore[arg-type]
         self._tail_many(flat, base, m)  # type: ignore[arg-type]
-        self._state.mask[slots] = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)
+        self._state.mask[slots] = new_w
 
 
 class _Lockstep:
-    """The walks of k coordinates that every query reads together: one Kalman filter for all.
+    """Algorithm 1 for k coordinates that every query reads together: one history, k walks.
 
-    With every coordinate read at the same steps, the law of the prefix sums P_0..P_h of
-    the active path given all earlier reads is Gaussian with a covariance S that depends on
-    neither the coordinate nor the values read, and a mean mu linear in them. So one
-    (h + 1) x (h + 1) matrix S serves all k coordinates, and each keeps only its means
-    mu_0..mu_h, level j of every coordinate in row j of one array. A read at t after a
-    read at l:
-
-    1. m = |LCP(bin(l - 1), bin(t - 1))|; the new path keeps levels 0..m and has fresh
-       levels below: P'_j = P_m + (sum of j - m fresh N(0, s^2) nodes) for j > m, so
-       mu'_j = mu_m and S'_ij = S_mm + (min(i, j) - m) s^2 there (Theorem 3.1);
-    2. the read value is P'_h = mu'_h + sqrt(S'_hh) Z, one standard normal Z per coordinate;
-    3. conditioning on it: mu'' = mu' + S'_{., h} / sqrt(S'_hh) Z and
-       S'' = S' - S'_{., h} S'_{h, .} / S'_hh.
-
-    One standard normal per coordinate and read, where Algorithm 1 draws up to two (it
-    keeps P_m as a sample, this keeps it as a mean and a shared variance), and h + 1
-    contiguous array updates. The validity mask evolves as Algorithm 1's (it depends on
-    the times only), and :meth:`rows` samples the valid levels given the reads: the state
-    Algorithm 1 would hold, from which it goes on with the same joint law (given its valid
-    levels, a path's other levels are Brownian bridges independent of the earlier reads).
+    Read at the same steps, the coordinates share the last query time and the validity
+    mask, so the bookkeeping (m, a, c, w; :func:`_shared_level`) is done once on Python
+    ints, and each draw of Algorithm 1 is one numpy expression over k values: level j of
+    every coordinate is row j of P, contiguous. A read costs O(1) array operations of
+    length k whatever h (at most two normals per value), and the state is Algorithm 1's
+    own, so the switch to the per-coordinate table (:meth:`_LazyTree._unlock`) draws
+    nothing.
     """
 
-    def __init__(self, h: int, sigma2: float, k: int) -> None:
-        self.h, self.sigma2, self.k = h, sigma2, k
-        self.mu = np.zeros((h + 1, k))  # E[P_j | reads so far], per coordinate
-        levels = np.arange(h + 1)
-        # Before any read the "path" is the root's ancestor: P_j is a sum of j + 1 nodes.
-        self.S = (np.minimum.outer(levels, levels) + 1) * sigma2  # Cov(P_i, P_j | reads)
-        self._tmp = np.empty(k)
+    def __init__(self, h: int, sigma: float, k: int) -> None:
+        self.h, self.sigma, self.k = h, sigma, k
+        self.P = np.zeros((h + 1, k))  # P[j, i]: the prefix sum at level j of coordinate i
         self.last = 0
         self.mask = 0
 
-    def read(self, t: int, normals: Callable[..., NDArray[np.float64]]) -> NDArray[np.float64]:
-        """The noise of every coordinate at step t (level h of mu: copy it before the next read)."""
-        h, mu = self.h, self.mu
+    @property
+    def nbytes(self) -> int:
+        return int(self.P.nbytes)
+
+    def read(self, t: int, normals: Callable[[int], NDArray[np.float64]]) -> NDArray[np.float64]:
+        """The noise of every coordinate at step t (row h of P: copy it before the next read)."""
+        h, P, s, k = self.h, self.P, self.sigma, self.k
         if t == self.last:  # Alg. 1 l.12: same leaf, same value
-            return mu[h]
+            return P[h]
         if t < self.last:
             _refuse_backwards(0, self.last, t)
-        S, m = self.S, h  # levels above m are the path's own; below, fresh nodes
-        if self.last:
-            m = h - ((self.last - 1) ^ (t - 1)).bit_length()  # levels 0..m are shared (Alg. 1 l.16)
-            S = S.copy()
-            below = np.arange(m + 1, h + 1)
-            S[below, :] = S[m, :]  # P'_j = P_m + fresh nodes: the same covariance with the levels above m
-            S[:, below] = S[:, m][:, None]
-            S[np.ix_(below, below)] = S[m, m] + (np.minimum.outer(below, below) - m) * self.sigma2
-            self.mask = (self.mask & ((2 << m) - 1)) | (1 << m) | (1 << h)  # Alg. 1 l.27-30
-        else:
+        if self.last == 0:  # Alg. 1 l.3-9: the root, then h more levels
+            P[0] = s * normals(k)
+            P[h] = P[0] + s * math.sqrt(h) * normals(k)
             self.mask = 1 | (1 << h)
-        gain = S[:, h] / math.sqrt(S[h, h])  # Cov(P'_j, Z): the read's effect on each level
-        z = normals(self.k)
-        for j in range(h, -1, -1):  # mu'' = mu' + gain Z with mu'_j = mu_m below m (gain > 0 there)
-            if gain[j] != 0.0:
-                np.add(mu[min(j, m)], np.multiply(z, gain[j], out=self._tmp), out=mu[j])
-        self.S = S - np.outer(gain, gain)
+        else:
+            m, a, c, self.mask = _shared_level(self.mask, self.last, t, h)
+            if a != m:  # Alg. 1 l.18-23
+                P[m] = _bridge(P[a], P[c], a, m, c, s, normals(k))
+            np.add(P[m], s * math.sqrt(h - m) * normals(k), out=P[h])  # Alg. 1 l.25-26
         self.last = t
-        return mu[h]  # mu''_h is the read value
-
-    def rows(self, normals: Callable[..., NDArray[np.float64]]) -> NDArray[np.float64]:
-        """Algorithm 1's state, (k, h + 1): the valid levels drawn given the reads (others unused)."""
-        h = self.h
-        out = np.zeros((self.k, h + 1))
-        # Level h is the last read (variance 0); the other valid levels are random given the reads.
-        free = [j for j in range(h) if (self.mask >> j) & 1]
-        out[:, free + [h]] = self.mu[free + [h]].T
-        if free:
-            values, vectors = np.linalg.eigh(self.S[np.ix_(free, free)])
-            root = vectors * np.sqrt(np.maximum(values, 0.0))  # root @ root.T = S restricted to the free levels
-            out[:, free] += normals(self.k, len(free)) @ root.T
-        return out
+        return P[h]
 
 
 class FastGaMe(_GaussianNodes, _LazyTree):
@@ -629,13 +744,16 @@ class FastGaMe(_GaussianNodes, _LazyTree):
     Predecessor and successor valid levels come from ``bit_length`` on masked words.
 
     Coordinates are materialized lazily: a coordinate costs memory only once queried,
-    whatever k is. Many coordinates queried at one step go through a vectorized numpy
-    path. While every query reads all k coordinates (k > 1), they move in lockstep: one
-    Kalman filter over the levels (:class:`_Lockstep`), one standard normal per value
-    instead of up to two, the same joint law; the first query of a subset draws the
-    state above from it and goes on per coordinate. Time only moves forward per
-    coordinate: a query earlier than that coordinate's last query is refused; a repeated
-    query at the same step returns the same value.
+    whatever k is. One coordinate at a time is Algorithm 1 in Python numbers (with k = 1
+    the state itself is a list and two ints); :meth:`noise_steps` reads many steps of one
+    coordinate in one call, the same values as one query per step. Many coordinates
+    queried at one step go through a vectorized numpy path. While every query reads all
+    k coordinates (k > 1), they move in lockstep (:class:`_Lockstep`): one history, so
+    the bookkeeping is done once and each draw is one array operation over the k
+    values, the same draws as the per-coordinate path; the first query of a subset moves
+    the state to the per-coordinate table. Time only moves forward per coordinate: a
+    query earlier than that coordinate's last query is refused; a repeated query at the
+    same step returns the same value.
 
     Parameters
     ----------
@@ -679,7 +797,11 @@ class FastGaMe(_GaussianNodes, _LazyTree):
         self._setup_state()
         self._lockstep = bool(lockstep)
         self._sqrt_int = np.sqrt(np.arange(self.h + 1))  # sqrt(h - m), indexed by h - m
-        self._sqrt_list: list[float] = self._sqrt_int.tolist()
+        self._tail_sd = [self._sigma * r for r in self._sqrt_int.tolist()]  # sd of P_h - P_m, by h - m
+        # The scalar path reads the normals by index from a Generator's block; a TrialRNG
+        # is read a draw at a time (the party's next draws follow the noise's).
+        self._blocks = self._draws if isinstance(self._draws, _GeneratorDraws) else None
+        self._fast_scalar = self._blocks is not None and self.k == 1
 
     def prefix_sums(self, coords: ArrayLike | None = None) -> NDArray[np.float64]:
         """The stored prefix sums P_0..P_h of the given coordinates (NaN where invalid).
@@ -712,11 +834,16 @@ class FastGaMe(_GaussianNodes, _LazyTree):
         if self._lock is not None:
             self._unlock()
         flat = np.atleast_1d(keys).ravel()
-        slots = self._state.lookup(flat)
+        if self.k == 1:
+            have = np.full(flat.size, self._last > 0)
+            rows = np.tile(self._row, (int(have.sum()), 1))
+            masks = np.full(rows.shape[0], _mask(self._levels, self.h), dtype=np.int64)
+        else:
+            slots = self._state.lookup(flat)
+            have = slots >= 0
+            rows, masks = self._state.data[slots[have]], self._state.mask[slots[have]]
         out = np.full((flat.size, self.h + 1), np.nan)
-        have = slots >= 0
-        rows = self._state.data[slots[have]]
-        valid = (self._state.mask[slots[have], None] >> np.arange(self.h + 1)) & 1
+        valid = (masks[:, None] >> np.arange(self.h + 1)) & 1
         out[have] = np.where(valid == 1, rows, np.nan)
         return out[0] if keys.ndim == 0 else out
 
@@ -724,22 +851,85 @@ class FastGaMe(_GaussianNodes, _LazyTree):
         if self._lock is None:
             if self._state.size or not self._lockstep:  # Algorithm 1 per coordinate
                 return self._noise_many(np.arange(self.k, dtype=np.int64), t)
-            self._lock = _Lockstep(self.h, self.sigma2, self.k)
+            self._lock = _Lockstep(self.h, self._sigma, self.k)
         return self._lock.read(t, self._draws.normals).copy()
 
     def _value(self, flat: NDArray[np.float64], base: _I) -> _F:
         return flat[base + self.h]
 
-    def _start_one(self, row: NDArray[np.float64]) -> None:
+    def _noise_one(self, coord: int, t: int) -> float:
+        # One step of _walk (below) with the state read from self: with T = 2^60 the
+        # calls, lists and loop of a walk of one step cost half as much as the step.
+        last, draws = self._last, self._blocks
+        if not self._fast_scalar or last == 0:
+            return _LazyTree._noise_one(self, coord, t)
+        assert draws is not None
+        if t <= last:
+            if t < last:
+                _refuse_backwards(coord, last, t)
+            return self._row[self.h]  # Alg. 1 l.12
+        h, row, levels, z, i = self.h, self._row, self._levels, draws.block, draws.pos
+        if i + 2 > len(z):
+            z, i = draws.refill(i)
+        m = h - ((last - 1) ^ (t - 1)).bit_length()  # Alg. 1 l.16
+        c = h
+        while levels[-1] > m:  # Alg. 1 l.27-30
+            c = levels.pop()
+        a = levels[-1]
+        if a != m:  # Alg. 1 l.18-23, _bridge written out
+            pa, left = row[a], m - a
+            row[m] = pa + left / (c - a) * (row[c] - pa) + self._sigma * (left * (c - m) / (c - a)) ** 0.5 * z[i]
+            levels.append(m)
+            i += 1
+        row[h] = value = row[m] + self._tail_sd[h - m] * z[i]  # Alg. 1 l.25-26
+        draws.pos, self._last = i + 1, t
+        return value
+
+    def _walk(self, row: _Row, levels: list[int], last: int, times: list[int]) -> list[float]:
+        # _LazyTree._walk with the steps written out and the normals read from the
+        # Generator's block by index: the calls cost more than the arithmetic of a step
+        # (per value, noise_steps takes 0.8-0.9 of the one-step _noise_one above, bench_fastgame).
+        draws = self._blocks
+        if draws is None:
+            return super()._walk(row, levels, last, times)
+        if last == 0:  # Alg. 1 l.3-9, as in _LazyTree._walk
+            self._start_one(row)
+            levels.append(0)
+            last = times[0]
+        h, s, tail_sd, values = self.h, self._sigma, self._tail_sd, []
+        append, z, i, leaf = values.append, draws.block, draws.pos, last - 1
+        for t in times:
+            b = t - 1
+            if b != leaf:
+                if i + 2 > len(z):  # a step reads at most two normals
+                    z, i = draws.refill(i)
+                m = h - (leaf ^ b).bit_length()
+                c = h
+                while levels[-1] > m:
+                    c = levels.pop()
+                a = levels[-1]
+                if a != m:  # _bridge, written out
+                    pa, left = row[a], m - a
+                    row[m] = pa + left / (c - a) * (row[c] - pa) + s * (left * (c - m) / (c - a)) ** 0.5 * z[i]
+                    levels.append(m)
+                    i += 1
+                row[h] = row[m] + tail_sd[h - m] * z[i]
+                i += 1
+                leaf = b
+            append(row[h])
+        draws.pos = i
+        return values
+
+    def _start_one(self, row: _Row) -> None:
         p0 = self._sigma * self._normal1()
         row[0] = p0
-        row[self.h] = p0 + self._sigma * self._sqrt_list[self.h] * self._normal1()
+        row[self.h] = p0 + self._tail_sd[self.h] * self._normal1()
 
-    def _bridge_one(self, row: NDArray[np.float64], a: int, m: int, c: int) -> None:
-        row[m] = _bridge(float(row[a]), float(row[c]), a, m, c, self._sigma, self._normal1())
+    def _bridge_one(self, row: _Row, a: int, m: int, c: int) -> None:
+        row[m] = _bridge(row[a], row[c], a, m, c, self._sigma, self._normal1())
 
-    def _tail_one(self, row: NDArray[np.float64], m: int) -> None:
-        row[self.h] = float(row[m]) + self._sigma * self._sqrt_list[self.h - m] * self._normal1()
+    def _tail_one(self, row: _Row, m: int) -> None:
+        row[self.h] = row[m] + self._tail_sd[self.h - m] * self._normal1()
 
     def _start_many(self, flat: NDArray[np.float64], base: NDArray[np.int64]) -> None:
         s, n = self._sigma, base.size
@@ -807,21 +997,21 @@ class LaplaceFastGaMe(_LaplaceNodes, _LazyTree):
         return self.scale * self._draws.gamma(shape)
 
     # one coordinate: the same draws as the vectorized path, with Python floats
-    def _start_one(self, row: NDArray[np.float64]) -> None:
+    def _start_one(self, row: _Row) -> None:
         b, h, neg, gamma1 = self.scale, self.h, self._neg, self._draws.gamma1
         row[0], row[neg] = b * gamma1(1.0), b * gamma1(1.0)  # the root's two Exp(b) halves
         if h:
             self._tail_one(row, 0)
 
-    def _bridge_one(self, row: NDArray[np.float64], a: int, m: int, c: int) -> None:
+    def _bridge_one(self, row: _Row, a: int, m: int, c: int) -> None:
         for part in (0, self._neg):
-            lo = float(row[part + a])
-            row[part + m] = lo + (float(row[part + c]) - lo) * self._draws.beta1(m - a, c - m)
+            lo = row[part + a]
+            row[part + m] = lo + (row[part + c] - lo) * self._draws.beta1(m - a, c - m)
 
-    def _tail_one(self, row: NDArray[np.float64], m: int) -> None:
+    def _tail_one(self, row: _Row, m: int) -> None:
         h, b = self.h, self.scale
         for part in (0, self._neg):
-            row[part + h] = float(row[part + m]) + b * self._draws.gamma1(float(h - m))
+            row[part + h] = row[part + m] + b * self._draws.gamma1(float(h - m))
 
     def _start_many(self, flat: NDArray[np.float64], base: NDArray[np.int64]) -> None:
         ones = np.ones(base.size)
