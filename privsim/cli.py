@@ -518,7 +518,7 @@ def _audit_plot(path: str, plan: Any, result: Any) -> None:
     vxp, _ = sample_views(proto, plan.x_prime, coalition=coalition, trials=size, seed=derived_seed(result.seed, 3),
                           t=result.t)
     estimate = {"p_hat": result.p_hat, "q_hat": result.q_hat, "trials": result.trials_estimate,
-                "confidence": result.confidence, "epsilon_lower": result.epsilon_lower}
+                "confidence": result.confidence_each or result.confidence, "epsilon_lower": result.epsilon_lower}
     plot_audit(path, vx, vxp, result.event_object,
                f"{proto.name}: coalition {{{','.join(result.coalition)}}} vs party {result.neighbor}; "
                f"epsilon >= {floor_text(result.epsilon_lower)} ({result.confidence:.0%})", estimate)

@@ -322,6 +322,9 @@ def audit_rows(r: Any) -> list[tuple[str, Any]]:
     rows = [("protocol", r.protocol), ("coalition vs neighbour", f"{{{','.join(r.coalition)}}} vs party {r.neighbor}"),
             ("verdict", verdict(r)), ("epsilon_lower", f"{number_text(r.epsilon_lower)} ({r.confidence:.0%})"),
             ("claimed", claimed), ("why", r.reason), ("event", r.event), ("chosen by", r.selection),
+            *([("carried into estimation", "; ".join(
+                f"{c['selection']} {number_text(c['epsilon_lower'])}" for c in r.candidates)
+                + f" (each at {r.confidence_each:.4g})")] if len(r.candidates) > 1 else []),
             ("p_hat, q_hat", f"{number_text(r.p_hat)}, {number_text(r.q_hat)}"),
             ("searched", f"{r.features} view columns; {r.trials_select} trials per input to choose the event, "
                          f"{r.trials_estimate} to bound it"),

@@ -277,8 +277,9 @@ def _audit_section(proto: Any, spec: RunSpec, res: Any, extra: dict[str, Any], a
     klass = "verdict-violated" if r.violated else ""
     searched = (f"<p>What was searched: {'the selectors ' + ', '.join(selectors) if selectors else 'every selector'} "
                 f"competed for the event over the view's {r.features} columns, on {r.trials_select} trials per input "
-                f"(half to propose, half held out to pick); the event was then bounded on {r.trials_estimate} "
-                f"further trials per input (Clopper–Pearson, {r.confidence:.0%}). Another event could separate the "
+                f"(half to propose, half held out to pick up to three events); the events were then bounded on "
+                f"{r.trials_estimate} further trials per input (Clopper–Pearson, {r.confidence:.0%} for all at "
+                f"once), the best reported. Another event could separate the "
                 f"two inputs better: a bound that is not violated says only that this search found no violation."
                 f"</p>")
     figure = _svg(audit_figure(r, *r.sampler(min(AUDIT_FIGURE_TRIALS, r.trials))))

@@ -69,7 +69,10 @@ def test_atoms_find_a_value_sent_without_noise():
     p_atom = 0.1
     r = _audit(_atom_sampler(1, p_atom), ["y"])
     assert r.epsilon_lower >= _bound_at(p_atom, 0.0) > 3.5
-    assert r.selection == "atoms" and "y in {1}" in r.event
+    # The naive-Bayes bins may hold the atom too and be carried beside it (both forecast
+    # alike): either may win on the estimation sample; the atom's event is carried.
+    (atom,) = [c for c in r.candidates if c["selection"] == "atoms"]
+    assert "y in {1}" in atom["event"] and atom["epsilon_lower"] >= _bound_at(p_atom, 0.0)
     # The threshold rule alone sees the shift and the atoms only as a threshold does.
     alone = _audit(_atom_sampler(1, p_atom), ["y"], ("view",))
     assert alone.epsilon_lower < r.epsilon_lower - 1.0

@@ -190,7 +190,7 @@ def test_failed_event_choice_leaves_the_pool_usable(monkeypatch, pool):
     def fails(*args, **kwargs):
         raise ValueError("no event")
 
-    monkeypatch.setattr(audit_module, "choose_event", fails)
+    monkeypatch.setattr(audit_module, "choose_events", fails)
     with pytest.raises(ValueError, match="no event"):
         audit(RandomizedResponse(epsilon=1.0), X, executor=pool, **AUDIT)
     assert list(pool.map(abs, [-1, -2])) == [1, 2]  # no task of the failed audit is left behind
@@ -206,13 +206,13 @@ def test_audit_chooses_and_counts_with_one_blas_thread(monkeypatch):
     import privsim.analysis.audit as audit_module
 
     seen = []
-    choose = audit_module.choose_event
+    choose = audit_module.choose_events
 
     def recording(*args, **kwargs):
         seen.append(_blas_thread_counts())
         return choose(*args, **kwargs)
 
-    monkeypatch.setattr(audit_module, "choose_event", recording)
+    monkeypatch.setattr(audit_module, "choose_events", recording)
     before = _blas_thread_counts()
     audit(RandomizedResponse(epsilon=1.0), X, coalition="C", neighbor=3, trials=20_000, seed=4)
     assert seen == [{1}]

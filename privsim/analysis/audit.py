@@ -31,7 +31,7 @@ from threadpoolctl import threadpool_limits
 from privsim.analysis.audit_bounds import check_level, clopper_pearson
 from privsim.analysis.audit_events import Event, EventCounts, ScoreFn
 from privsim.analysis.audit_select import SelectionKind, check_views
-from privsim.analysis.audit_selectors import choose_event, searched_families
+from privsim.analysis.audit_selectors import Candidate, choose_events, searched_families
 from privsim.errors import ParameterError
 from privsim.executors import Executor, LocalExecutor, get_executor
 from privsim.network.schedule import parse_coalition
@@ -60,6 +60,7 @@ __all__ = [
     "AuditStatsResult",
     "audit",
     "audit_batches",
+    "best_of",
     "fresh_views",
     "default_delta",
     "min_audit_trials",
@@ -111,9 +112,17 @@ class AuditResult:
         ``["outcomes"]`` where a small discrete view was judged outcome by outcome (every
         event of the view).
     event, direction, selection:
-        The distinguishing event, which probability ratio it bounds, and how it was chosen.
+        The distinguishing event (the winner among ``candidates``), which probability
+        ratio it bounds, and what chose it.
     p_hat, q_hat:
         Estimated probabilities of the event under the numerator and denominator input.
+    candidates, confidence_each:
+        Every event carried into estimation (the selectors' proposals that the held-out
+        half could not tell from the best, at most
+        :data:`~privsim.analysis.audit_selectors.MAX_CARRIED`), each as ``selection``,
+        ``event``, ``forecast`` and ``epsilon_lower``; each bound is at
+        ``confidence_each = 1 - (1 - confidence) / len(candidates)``, so all hold at once
+        with probability >= ``confidence`` and the reported bound, their largest, does too.
 
     Examples
     --------
@@ -151,6 +160,8 @@ class AuditResult:
     paper_violated: bool | None = None
     reason: str = ""
     searched: list[str] = field(default_factory=list)
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    confidence_each: float | None = None
 
     #: The event object (for plots); not part of the JSON.
     event_object: Any = field(default=None, compare=False, repr=False)
@@ -208,6 +219,15 @@ class AuditStatsResult:
     selection:
         what chose the event: the view rule's kind (discrete, score, column or
         logistic) or another selector (naive-bayes, logistic-lr, pairs, trees).
+    confidence_each:
+        the confidence of each candidate's bound: ``1 - (1 - confidence) / k`` for k
+        candidates carried into estimation (Bonferroni: all k hold at once with
+        probability >= ``confidence``, so their largest does); ``p_lower`` and
+        ``q_upper`` are at this level.
+    candidates:
+        every event carried into estimation, the winner (this result's event) among
+        them: ``selection``, ``event``, ``forecast`` (held-out; ``None`` if none was
+        made) and ``epsilon_lower`` (at ``confidence_each``).
 
     >>> r = AuditStatsResult(0.68, 0.69, 0.95, 0.0, "z3 == 1", "x over x'", 0.67, 0.33,
     ...                      0.66, 0.34, 10**6, 2 * 10**5, 8 * 10**5, "discrete")
@@ -229,6 +249,8 @@ class AuditStatsResult:
     trials_select: int
     trials_estimate: int
     selection: str
+    confidence_each: float = math.nan
+    candidates: tuple[dict[str, Any], ...] = ()
     #: The event itself (for plots and re-use).
     event_object: Event | None = field(default=None, compare=False, repr=False)
 
@@ -274,6 +296,32 @@ def result_from_counts(
     )
 
 
+def best_of(counts: Sequence[EventCounts], candidates: Sequence[Candidate], delta: float, confidence: float,
+            trials_select: int) -> AuditStatsResult:
+    """The largest of the candidates' bounds, each at ``1 - (1 - confidence) / k`` (Bonferroni
+    over the k candidates: all k bounds hold at once with probability >= ``confidence``).
+
+    The first candidate wins ties (the best forecast). The result states ``confidence``
+    and lists every candidate's bound.
+
+    >>> from privsim.analysis.audit_events import ThresholdEvent
+    >>> events = [ThresholdEvent(c, ">=", column=0, name="z") for c in (0.5, 1.5)]
+    >>> counts = [EventCounts(e) for e in events]
+    >>> for c in counts:
+    ...     c.add(np.array([[1.0]] * 70 + [[0.0]] * 30), np.array([[1.0]] * 30 + [[0.0]] * 70))
+    >>> r = best_of(counts, [Candidate(e, "column") for e in events], 0.0, 0.95, 0)
+    >>> r.event, r.confidence, r.confidence_each, len(r.candidates)
+    ('z >= 0.5', 0.95, 0.975, 2)
+    """
+    each = 1.0 - (1.0 - confidence) / len(candidates)
+    results = [result_from_counts(c, delta, each, trials_select, cand.selection) for c, cand in zip(counts, candidates)]
+    listed = tuple({"selection": r.selection, "event": r.event,
+                    "forecast": round(c.forecast, 6) if math.isfinite(c.forecast) else None,
+                    "epsilon_lower": r.epsilon_lower} for r, c in zip(results, candidates))
+    winner = max(results, key=lambda r: r.epsilon_lower)  # the first of equals
+    return replace(winner, confidence=confidence, confidence_each=each, candidates=listed)
+
+
 class _Batches:
     """The batches an audit draws: :meth:`views` of one pick, :meth:`count` of several."""
 
@@ -282,13 +330,16 @@ class _Batches:
         raise NotImplementedError
 
 
-def _count(job: _Batches, event: Event, pick: Pick) -> tuple[int, int, int, int]:
-    """The event's counts (:attr:`EventCounts.totals`) in one batch: the batch is
-    simulated and counted where it runs, and only its counts travel."""
+def _count(job: _Batches, events: tuple[Event, ...], pick: Pick) -> list[tuple[int, int, int, int]]:
+    """The events' counts (:attr:`EventCounts.totals`) in one batch: the batch is simulated
+    once and counted where it runs, and only its counts travel."""
     views = job.views(pick)[0]
-    counts = EventCounts(event)
-    counts.add(views if pick[0] == "x" else None, views if pick[0] == "xp" else None)
-    return counts.totals
+    out = []
+    for event in events:
+        counts = EventCounts(event)
+        counts.add(views if pick[0] == "x" else None, views if pick[0] == "xp" else None)
+        out.append(counts.totals)
+    return out
 
 
 @dataclass(frozen=True)
@@ -346,7 +397,8 @@ def _run(job: _Batches, n_select: int, n_estimate: int, ex: Executor,
          kind: SelectionKind = "auto", selectors: Sequence[str] | None = None, rows: int | None = None,
          tick: Callable[[int], None] = lambda k: None) -> tuple[AuditStatsResult, list[str]]:
     """The one audit driver: two plain maps. Select on batches ``0 .. n_select - 1``; then
-    count the chosen event (an argument of every task) on the next ``n_estimate``.
+    count the chosen events (an argument of every task; each batch simulated once) on the
+    next ``n_estimate``, and report the best of their split-confidence bounds (:func:`best_of`).
 
     ``score_for(columns)`` gives the optional score; ``rows`` the selection rows per
     input, if known. The event is chosen before any estimation batch is drawn, so the
@@ -358,22 +410,23 @@ def _run(job: _Batches, n_select: int, n_estimate: int, ex: Executor,
         picks = [(w, i) for w in ("x", "xp") for i in range(n_select)]
         selected = ex.map(job.views, picks)
         select, columns = _gather(zip(picks, selected), rows, tick)
-        event, selection = choose_event(select["x"], select["xp"], columns, n_select, n_estimate,
-                                        score_for(columns), delta=delta, confidence=confidence, kind=kind,
-                                        selectors=selectors)
+        candidates = choose_events(select["x"], select["xp"], columns, n_select, n_estimate, score_for(columns),
+                                   delta=delta, confidence=confidence, kind=kind, selectors=selectors)
         trials_select = len(select["x"])
         del select
         # Estimation: every batch is simulated and counted where it runs; only counts return.
+        events = tuple(c.event for c in candidates)
         later = [(w, i) for i in range(n_select, n_select + n_estimate) for w in ("x", "xp")]
-        estimated = ex.map(partial(_count, job, event), later)
-        counts = EventCounts(event)
+        estimated = ex.map(partial(_count, job, events), later)
+        counts = [EventCounts(event) for event in events]
         for totals in estimated:
-            counts.add_totals(totals)
+            for one, made in zip(counts, totals):
+                one.add_totals(made)
             tick(1)
     finally:
         for results in (selected, estimated):
             getattr(results, "close", lambda: None)()
-    return result_from_counts(counts, delta, confidence, trials_select, selection), columns
+    return best_of(counts, candidates, delta, confidence, trials_select), columns
 
 
 def audit_batches(
@@ -600,7 +653,8 @@ def run_audit(plan: AuditPlan, *, confidence: float = 0.95, progress: Callable[[
         paper_claim=None if claim is None or claim.paper is None else claim.paper.to_dict(),
         paper_violated=None if claim is None or claim.paper is None else judge(claim.paper, stats.epsilon_lower,
                                                                                 delta)[0],
-        reason=reason, searched=searched, event_object=stats.event_object,
+        reason=reason, searched=searched, candidates=[dict(c) for c in stats.candidates],
+        confidence_each=stats.confidence_each, event_object=stats.event_object,
     )
     sampler = partial(fresh_views, protocol, run.inputs, plan.x_prime, members, run.t, run.entropy)
     return replace(result, sampler=sampler)

@@ -3,9 +3,13 @@
 The selection sample (views under x and x', disjoint from the estimation sample) is cut
 in two halves per input. On the first (the *proposal* half), each selector proposes its
 best event; on the second (the *held-out* half), the proposals compete on the selection
-criterion of :mod:`privsim.analysis.audit_select`, with Bonferroni over the proposals. No
-estimation view is ever looked at, so the Clopper–Pearson bounds on the estimation sample
-are exactly as sound as with one selector. The selectors (:data:`SELECTORS`):
+criterion of :mod:`privsim.analysis.audit_select`. The best and those the held-out half
+cannot tell from it (within :data:`_Z_CARRY` standard errors, at most
+:data:`MAX_CARRIED`) go on to estimation, where the confidence is split between them
+(:func:`~privsim.analysis.audit.best_of`); the view rule's, if carried, is chosen again on
+the whole selection sample. No estimation view is ever looked at, so the Clopper–Pearson
+bounds on the estimation sample are exactly as sound as with one selector. The selectors
+(:data:`SELECTORS`):
 
 - ``"view"``: the rule chosen by the view's shape (:func:`~privsim.analysis.audit_select.select_event`:
   per-outcome likelihood ratios for small discrete views, the protocol's score where it
@@ -46,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -70,8 +74,8 @@ from privsim.analysis.audit_select import (
 )
 from privsim.errors import ParameterError
 
-__all__ = ["SELECTORS", "BinnedScore", "CalibratedScore", "TreeScore", "choose_event", "parse_selectors",
-           "searched_families"]
+__all__ = ["MAX_CARRIED", "SELECTORS", "BinnedScore", "Candidate", "CalibratedScore", "TreeScore", "choose_event",
+           "choose_events", "parse_selectors", "searched_families"]
 
 #: The selectors, in order of preference on ties.
 SELECTORS = ("view", "naive-bayes", "logistic-lr", "pairs", "trees", "derived")
@@ -104,6 +108,12 @@ _TREE_MODULI = (2, 3, 4)
 _Z_PICK = 1.0
 # Forecasts within this of the best count as a tie (the earlier selector wins).
 _PICK_TIE = 0.005
+#: At most this many proposals are carried into estimation (see :func:`_pick`): each
+#: costs one more count of every estimation batch and splits the confidence once more.
+MAX_CARRIED = 3
+# A proposal is carried beside the best when its forecast is within this many standard
+# errors of the difference (a one-sided 2.3% test of "worse than the best").
+_Z_CARRY = 2.0
 # A calibrated score's smoothed forecast of an event's rare side stands unless the
 # held-out count on a tail around it (with at least _CALIBRATION_ROWS rows of that side)
 # is this improbable (Poisson upper tail) under the score's estimate.
@@ -709,9 +719,32 @@ _PROPOSERS: dict[str, Callable[[_Proposal], tuple[str, Event] | None]] = {
 # The pick
 
 
-def _pick(proposals: list[tuple[str, Event]], hold_x: np.ndarray, hold_xp: np.ndarray, delta: float,
-          confidence: float, n_estimate: int) -> tuple[Event, str]:
-    """The proposal whose forecast bound on the held-out half is best.
+@dataclass(frozen=True)
+class Candidate:
+    """An event carried into estimation: what proposed it, and its held-out forecast.
+
+    Attributes
+    ----------
+    event:
+        The event, oriented likelier under x.
+    selection:
+        What proposed it (the view rule's kind, or a selector's name).
+    forecast:
+        Its forecast bound on the held-out half (``nan`` where nothing was forecast: one
+        rule chose the only candidate).
+
+    >>> Candidate(ThresholdEvent(0.0, ">=", column=0, name="y"), "column").selection
+    'column'
+    """
+
+    event: Event
+    selection: str
+    forecast: float = math.nan
+
+
+def _pick(proposals: list[tuple[str, str, Event]], hold_x: np.ndarray, hold_xp: np.ndarray, delta: float,
+          confidence: float, n_estimate: int) -> list[tuple[str, Candidate]]:
+    """The proposals carried into estimation, best forecast first, each with its selector's name.
 
     A forecast is the selection criterion on the held-out counts, with one standard
     error on top of the final width (:func:`_pick_alpha`). For a threshold event, whose
@@ -719,20 +752,50 @@ def _pick(proposals: list[tuple[str, Event]], hold_x: np.ndarray, hold_xp: np.nd
     denominator may instead come from the likelier input's rows (Pr[S | x'] =
     E_x[e^-L; S]), with the numerator's relative error: rare events, where many weak
     messages leave their loss, are then judged on the ratio their many rows under the
-    likelier input show, not on their few rows under the other one."""
+    likelier input show, not on their few rows under the other one.
+
+    The held-out half cannot tell apart proposals whose forecasts differ by less than
+    its own noise (twenty weak messages: three score proposals within 0.1 of each
+    other, any of which may be the best by 0.2 on the estimation sample). So every
+    proposal whose forecast is within :data:`_Z_CARRY` standard errors
+    (:func:`_forecast_se`) of the best's is carried too, at most :data:`MAX_CARRIED`
+    of them, and the estimation sample decides among them with the confidence split
+    (:func:`~privsim.analysis.audit.best_of`); a proposal that stands out
+    is carried alone and keeps the whole confidence."""
     n_x, n_xp = len(hold_x), len(hold_xp)
     alpha = _pick_alpha(confidence, min(n_x, n_xp), n_estimate)
-    values = [_held_out_forecast(event, hold_x, hold_xp, delta, alpha, confidence, n_estimate)
-              for _, event in proposals]
+    judged = [_held_out_forecast(event, hold_x, hold_xp, delta, alpha, confidence, n_estimate)
+              for _, _, event in proposals]
+    values = [value for value, _ in judged]
     # Near-ties go to the first selector (the order of SELECTORS: the simpler, more
     # readable events first).
     first = next(k for k, v in enumerate(values) if v >= max(values) - _PICK_TIE)
-    return proposals[first][1], proposals[first][0]
+    best_value, best_se = judged[first]
+    order = [first] + sorted((k for k in range(len(proposals)) if k != first), key=lambda k: -values[k])
+    carried = [k for k in order if k == first or (
+        math.isfinite(values[k]) and values[k] > 0
+        and values[k] >= best_value - _Z_CARRY * math.hypot(best_se, judged[k][1]))][:MAX_CARRIED]
+    return [(proposals[k][0], Candidate(proposals[k][2], proposals[k][1], values[k])) for k in carried]
+
+
+def _forecast_se(in_x: np.ndarray, in_xp: np.ndarray, delta: float) -> float:
+    """Standard error of an event's plug-in log ratio on the held-out counts (delta method),
+    in the direction its counts favour. Half a row is added to each count, so an event
+    that no held-out row of one input falls in has the wide error of a single row."""
+    n_x, n_xp = in_x.size, in_xp.size
+    p = (np.count_nonzero(in_x) + 0.5) / (n_x + 1)
+    q = (np.count_nonzero(in_xp) + 0.5) / (n_xp + 1)
+    # Forward ln((p - delta)/q), backward ln((1 - q - delta)/(1 - p)): var ln(m) = var(m)/m^2.
+    num_f, num_b = max(p - delta, 1e-300), max(1 - q - delta, 1e-300)
+    if math.log(num_f / q) >= math.log(num_b / (1 - p)):
+        return math.sqrt(p * (1 - p) / n_x / num_f**2 + (1 - q) / (n_xp * q))
+    return math.sqrt(q * (1 - q) / n_xp / num_b**2 + p / (n_x * (1 - p)))
 
 
 def _held_out_forecast(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, delta: float, alpha: float,
-                       confidence: float, n_estimate: int) -> float:
-    """The selection criterion of ``event`` on the held-out half (see :func:`_pick`).
+                       confidence: float, n_estimate: int) -> tuple[float, float]:
+    """The selection criterion of ``event`` on the held-out half (see :func:`_pick`), and the
+    standard error of its plain counts' log ratio (:func:`_forecast_se`).
 
     For a threshold event, its thresholded value (a column, or a score) is calibrated on
     these rows (:func:`_calibrate`, two parameters on the whole held-out half, oriented
@@ -741,15 +804,15 @@ def _held_out_forecast(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, de
     """
     if not isinstance(event, ThresholdEvent):
         in_x, in_xp = event.contains(hold_x), event.contains(hold_xp)
-        return _plain_forecast(in_x, in_xp, delta, alpha)
+        return _plain_forecast(in_x, in_xp, delta, alpha), _forecast_se(in_x, in_xp, delta)
     # The values once per row (a tree ensemble's score is the costly part of the pick).
     v_x, v_xp = event.values(hold_x), event.values(hold_xp)
     in_x, in_xp = event.holds(v_x), event.holds(v_xp)
-    plain = _plain_forecast(in_x, in_xp, delta, alpha)
+    plain, se = _plain_forecast(in_x, in_xp, delta, alpha), _forecast_se(in_x, in_xp, delta)
     sign = 1.0 if event.op in (">=", ">") else -1.0
     fit = _calibrate(sign * v_x, sign * v_xp)
     if fit is None:
-        return plain
+        return plain, se
     l_x, l_xp = (np.clip(fit[0] * sign * v + fit[1], -30, 30) for v in (v_x, v_xp))
     # Per direction: the log-likelihood ratio oriented towards the numerator's input,
     # on the numerator's and the denominator's rows, and the event's side on each.
@@ -761,7 +824,7 @@ def _held_out_forecast(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, de
     # perfectly (all of x's, none of x''s): beyond it these rows cannot rank events, and
     # such an event (a protocol's own score, say) must not lose to a smoothed estimate.
     ceiling = float(_selection_criterion(np.array(in_x.size), in_x.size, np.array(0), in_xp.size, delta, alpha))
-    return min(max(smooth), max(plain, ceiling))
+    return min(max(smooth), max(plain, ceiling)), se
 
 
 def _plain_forecast(in_x: np.ndarray, in_xp: np.ndarray, delta: float, alpha: float) -> float:
@@ -806,7 +869,7 @@ def _smoothed_forecast(u_num: np.ndarray, u_den: np.ndarray, in_num: np.ndarray,
     return math.log((p_lo - delta) / q_hi) if p_lo > delta and q_hi > 0 else -math.inf
 
 
-def choose_event(
+def choose_events(
     select_x: np.ndarray,
     select_xp: np.ndarray,
     columns: Sequence[str],
@@ -818,8 +881,8 @@ def choose_event(
     confidence: float = 0.95,
     kind: SelectionKind = "auto",
     selectors: Sequence[str] | None = None,
-) -> tuple[Event, str]:
-    """Choose the event on the selection sample: selectors propose, a held-out half picks.
+) -> tuple[Candidate, ...]:
+    """Choose the events to estimate on the selection sample: selectors propose, a held-out half picks.
 
     Parameters
     ----------
@@ -848,9 +911,13 @@ def choose_event(
 
     Returns
     -------
-    tuple
-        ``(event, selection)``: the event, oriented likelier under x, and the name of
-        what chose it (the view kind, ``"naive-bayes"``, ``"pairs"`` or ``"trees"``).
+    tuple of Candidate
+        The events carried into estimation (:func:`_pick`), best forecast first, each
+        oriented likelier under x and named by what chose it (the view kind,
+        ``"naive-bayes"``, ``"pairs"``, ``"trees"``, ...); one where a single rule
+        chooses. The view rule's event, when carried, is chosen again on the whole
+        selection sample, as the view rule alone chooses it: the audit with every
+        selector then loses to the view rule alone only the split of the confidence.
 
     Raises
     ------
@@ -861,8 +928,8 @@ def choose_event(
     --------
     >>> rng = np.random.default_rng(1)
     >>> vx, vxp = rng.laplace(1, 1, (4000, 1)), rng.laplace(0, 1, (4000, 1))
-    >>> event, kind = choose_event(vx, vxp, ["y"], 1, 4, selectors=("view",))
-    >>> kind, event.describe()
+    >>> (only,) = choose_events(vx, vxp, ["y"], 1, 4, selectors=("view",))
+    >>> only.selection, only.event.describe()
     ('column', 'y >= 0.997971')
     """
     check_level(delta, confidence)
@@ -875,12 +942,46 @@ def choose_event(
     # A small discrete view is judged outcome by outcome over all its columns: the family
     # of the Neyman-Pearson lemma itself, which no other selector can beat but by noise.
     if kind != "auto" or names == ("view",) or chosen == "discrete" or min(len(select_x), len(select_xp)) < 4:
-        return select_event(select_x, select_xp, columns, score, chosen, delta=delta, confidence=confidence,
-                            n_estimate=n_estimate), chosen
+        return (Candidate(select_event(select_x, select_xp, columns, score, chosen, delta=delta,
+                                       confidence=confidence, n_estimate=n_estimate), chosen),)
     if not all(np.isfinite(part).all() for part in (select_x, select_xp)):
         raise ParameterError("views must be finite (no nan or inf) to select an event")
     (prop_x, hold_x), (prop_xp, hold_xp) = _halves(select_x), _halves(select_xp)
     proposal = _Proposal(prop_x, prop_xp, columns, score, delta, confidence, n_estimate,
                          _distinct_columns(prop_x, prop_xp))
-    proposals = [made for made in (_PROPOSERS[name](proposal) for name in names) if made is not None]
-    return _pick(proposals, hold_x, hold_xp, delta, confidence, n_estimate)
+    proposals = [(name, *made) for name, made in ((name, _PROPOSERS[name](proposal)) for name in names)
+                 if made is not None]
+    carried = _pick(proposals, hold_x, hold_xp, delta, confidence, n_estimate)
+    # The view rule fitted on half the selection sample is only its stand-in in the pick.
+    return tuple(replace(c, event=select_event(select_x, select_xp, columns, score, c.selection, delta=delta,
+                                               confidence=confidence, n_estimate=n_estimate))
+                 if name == "view" else c for name, c in carried)
+
+
+def choose_event(
+    select_x: np.ndarray,
+    select_xp: np.ndarray,
+    columns: Sequence[str],
+    n_batches_select: int,
+    n_batches_estimate: int,
+    score: ScoreFn | None = None,
+    *,
+    delta: float = 0.0,
+    confidence: float = 0.95,
+    kind: SelectionKind = "auto",
+    selectors: Sequence[str] | None = None,
+) -> tuple[Event, str]:
+    """The one event :func:`choose_events` forecasts best, and what chose it (same arguments).
+
+    An audit estimates every candidate (:func:`~privsim.analysis.audit.audit`); this is
+    for a caller that estimates one event at the whole confidence.
+
+    >>> rng = np.random.default_rng(1)
+    >>> vx, vxp = rng.laplace(1, 1, (4000, 1)), rng.laplace(0, 1, (4000, 1))
+    >>> event, kind = choose_event(vx, vxp, ["y"], 1, 4, selectors=("view",))
+    >>> kind, event.describe()
+    ('column', 'y >= 0.997971')
+    """
+    best = choose_events(select_x, select_xp, columns, n_batches_select, n_batches_estimate, score, delta=delta,
+                         confidence=confidence, kind=kind, selectors=selectors)[0]
+    return best.event, best.selection
