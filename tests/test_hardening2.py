@@ -89,12 +89,24 @@ ROWS = [
     # 3 * 10^6 batches per input: their pairs and picks (about 0.7 GiB) were left out of the estimate (199.5 MiB)
     (["audit", "--protocol", "randomized-response", "--n", "4", "--coalition", "C", "--neighbor", "1", "--trials",
       "100000000000", "--max-memory", "512M"], "this run needs about 918.2 MiB of memory (estimated), above the 512.0 MiB"),
+    # a leading "ulimit -n N" runs the command under that limit of open files
+    (["ulimit", "-n", "256", "run", "--protocol", "secure-sum", "--n", "400", "--transport", "tcp", "--trials", "2"],
+     "ulimit -n: a TCP run of 400 parties needs about 4"),
 ]
 
 
 @pytest.mark.parametrize("args, field", ROWS, ids=[f"{i}:{' '.join(a)[:40]}" for i, (a, _) in enumerate(ROWS)])
 def test_every_row_one_line_exit_2(capsys, files, args, field):
-    code, out, err = cli(capsys, *[a.replace("{tmp}", str(files)) for a in args])
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if args[:2] == ["ulimit", "-n"]:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (int(args[2]), limit[1]))
+        args = args[3:]
+    try:
+        code, out, err = cli(capsys, *[a.replace("{tmp}", str(files)) for a in args])
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, limit)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and "np." not in err
     assert field.replace("{tmp}", str(files)) in err, err
