@@ -5,8 +5,9 @@ The CLI refuses a run whose estimated peak memory exceeds the memory available (
 model reads the run's plan (:mod:`privsim.plan`: its batches, and an audit's selection
 sample) and counts what a batch holds: every party's trio
 task, context and random stream, the values of the busiest round's messages (one per
-trial each), the schedule itself, and every trial's estimate, which a run keeps, and what the run keeps per batch (the plan's batches, an
-audit's estimation picks, and with workers every task's pickled plan). Time is
+trial each), the schedule itself, every trial's estimate, which a run keeps, and what it keeps
+per batch (the plan's batch pairs, an audit's estimation picks, and with workers every task's
+pickled plan: at 10^12 audit trials these are gigabytes). Time is
 per party-round (the task switches of the engine), per message and per message-trial
 value. The constants were fitted on the runs of ``bench/calibrate_resources.py`` on the
 2-core reference machine; the README says how close the estimates came.
