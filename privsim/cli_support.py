@@ -260,11 +260,14 @@ def interruptible() -> Iterator[None]:
 
 
 def interrupted_line() -> str:
-    """``interrupted after N of M batches`` for the running command.
+    """``interrupted after N of M batches`` for the running command (``interrupted`` for one
+    without batches, e.g. ``privsim party``).
 
     >>> WORK.update(done=3, total=10); interrupted_line()
     'interrupted after 3 of 10 batches'
     """
+    if not WORK["total"] and not WORK["done"]:
+        return "interrupted"
     return f"interrupted after {WORK['done']} of {max(WORK['total'], WORK['done'])} batches"
 
 

@@ -5,7 +5,9 @@ The CLI refuses a run whose estimated peak memory exceeds the memory available (
 model reads the run's plan (:mod:`privsim.plan`: its batches, and an audit's selection
 sample) and counts what a batch holds: every party's trio
 task, context and random stream, the values of the busiest round's messages (one per
-trial each), the schedule itself, and every trial's estimate, which a run keeps. Time is
+trial each), the schedule itself, every trial's estimate, which a run keeps, and what it keeps
+per batch (the plan's batch pairs, an audit's estimation picks, and with workers every task's
+pickled plan: at 10^12 audit trials these are gigabytes). Time is
 per party-round (the task switches of the engine), per message and per message-trial
 value. The constants were fitted on the runs of ``bench/calibrate_resources.py`` on the
 2-core reference machine; the README says how close the estimates came.
@@ -59,6 +61,15 @@ AUDIT_START_SECONDS = 0.5
 AUDIT_VIEW_COPIES = 2
 #: An audit records views and builds arrays from them: slower per value than a run.
 AUDIT_VALUE_FACTOR = 5.0
+#: Per batch of the plan, kept for the whole run: its (block, trials) pair in the plan's tuple
+#: (measured: 99 bytes at 10^10 audit trials). At 10^12 trials an audit has 3 * 10^7 batches.
+BATCH_BYTES = 100
+#: Per batch an audit estimates on, per input: its (input, index) pick in the estimation map's list
+#: (measured: 81 bytes).
+PICK_BYTES = 80
+#: Executors with workers pickle every item of a map at once, and each item carries the plan:
+#: bytes per batch of the plan in each item's blob (measured: 10), so sims x batches in all.
+BLOB_BATCH_BYTES = 10
 
 
 @dataclass(frozen=True)
@@ -226,6 +237,11 @@ def _estimate(ids: int, size: int, batches: int, trials: int, *, rounds: int, sc
         memory += AUDIT_BASE_BYTES + AUDIT_VIEW_COPIES * 2 * (audit.select_trials + size) * features * 8
     else:
         memory += trials * TRIAL_BYTES
+    # What grows with the number of batches, not their size: the plan's batches, an audit's
+    # picks, and with workers every item's blob (each holds the plan: quadratic in batches).
+    memory += batches * BATCH_BYTES + (sims * PICK_BYTES if audit is not None else 0)
+    if workers > 1:
+        memory += sims * batches * BLOB_BATCH_BYTES
     # Worker processes each hold an interpreter and one batch; the local executor one batch.
     memory += batch if workers == 1 else workers * (BASE_BYTES + batch)
     value_seconds = VALUE_SECONDS * (AUDIT_VALUE_FACTOR if audit is not None else 1.0)

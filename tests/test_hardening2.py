@@ -86,12 +86,28 @@ ROWS = [
       "--param", "epsilon=3"], "rho, epsilon: give one (rho = 0.5 calibrates the noise, so epsilon = 3.0"),
     (["run", "--protocol", "central-gaussian", "--n", "4", "--param", "rho=0.5", "--param", "epsilon=3"],
      "set rho = 0 to calibrate to (epsilon, delta)"),
+    # 3 * 10^6 batches per input: their pairs and picks (about 0.7 GiB) were left out of the estimate (199.5 MiB)
+    (["audit", "--protocol", "randomized-response", "--n", "4", "--coalition", "C", "--neighbor", "1", "--trials",
+      "100000000000", "--max-memory", "512M"],
+     "this run needs about 918.2 MiB of memory (estimated), above the 512.0 MiB"),
+    # a leading "ulimit -n N" runs the command under that limit of open files
+    (["ulimit", "-n", "256", "run", "--protocol", "secure-sum", "--n", "400", "--transport", "tcp", "--trials", "2"],
+     "ulimit -n: a TCP run of 400 parties needs about 4"),
 ]
 
 
 @pytest.mark.parametrize("args, field", ROWS, ids=[f"{i}:{' '.join(a)[:40]}" for i, (a, _) in enumerate(ROWS)])
 def test_every_row_one_line_exit_2(capsys, files, args, field):
-    code, out, err = cli(capsys, *[a.replace("{tmp}", str(files)) for a in args])
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if args[:2] == ["ulimit", "-n"]:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (int(args[2]), limit[1]))
+        args = args[3:]
+    try:
+        code, out, err = cli(capsys, *[a.replace("{tmp}", str(files)) for a in args])
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, limit)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and "np." not in err
     assert field.replace("{tmp}", str(files)) in err, err
@@ -202,3 +218,49 @@ def test_bench_tables_print_plain_numbers():
 
     assert value_text({"ratio": np.float64(2.5), "runs": [np.int64(3), np.float64(0.25)]}) == \
         "{ratio: 2.5, runs: [3, 0.25]}"
+
+
+def _listening(port: int) -> bool:
+    # the kernel's own table of sockets (state 0A is LISTEN): the party is waiting for its peers
+    with open("/proc/net/tcp") as fh:
+        return any(f":{port:04X} " in ln and ln.split()[3] == "0A" for ln in fh.readlines()[1:])
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# One row per signal to a `privsim party` waiting for a peer that never starts: the exit code.
+SIGNAL_ROWS = [("SIGINT", 130), ("SIGTERM", 143)]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads the kernel's socket table")
+@pytest.mark.parametrize("sig, exit_code", SIGNAL_ROWS)
+def test_a_signal_to_a_waiting_party_is_one_line(tmp_path, sig, exit_code):
+    import signal
+    import time
+
+    from privsim.protocols import get_protocol
+    from privsim.transport.peers import PeersConfig
+
+    port = _free_port()
+    cfg = PeersConfig.create(get_protocol("randomized-response-distributed"), np.array([1, 0]), t=1, trials=2,
+                             seed=5, addresses={0: ("127.0.0.1", port), 1: ("127.0.0.1", _free_port())})
+    peers = cfg.write(tmp_path / "peers.json")
+    proc = subprocess.Popen([sys.executable, "-m", "privsim", "party", "--id", "0", "--peers", str(peers)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not _listening(port):  # its own signal that it waits (party 1, the larger id, would connect)
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.01)  # a poll interval, not a synchronization
+        proc.send_signal(getattr(signal, sig))
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, out, err.splitlines()) == (exit_code, "", ["interrupted"])

@@ -13,7 +13,8 @@ through the loop's thread-safe entry), the parties unwind through cancellation a
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -26,7 +27,9 @@ from privsim.parties.context import PartyContext, PartyNetwork
 if TYPE_CHECKING:
     from privsim.network.network import SyncNetwork
 
-__all__ = ["first_error", "run_parties", "run_party"]
+T = TypeVar("T")
+
+__all__ = ["first_error", "run_cancellable", "run_parties", "run_party"]
 
 
 async def run_party(routine: Any, ctx: PartyContext, net: PartyNetwork) -> None:
@@ -94,13 +97,10 @@ def run_parties(backend: str, protocol: Any, contexts: list[PartyContext], net: 
     check_backend(backend)
 
     async def main_trio() -> None:
-        token = trio.lowlevel.current_trio_token()
-        with trio.CancelScope() as scope:
-            on_cancel(lambda: token.run_sync_soon(scope.cancel, idempotent=True))
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(net.watchdog)
-                for ctx in contexts:
-                    nursery.start_soon(run_party, protocol.curator if ctx.is_curator else protocol.party, ctx, net)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(net.watchdog)
+            for ctx in contexts:
+                nursery.start_soon(run_party, protocol.curator if ctx.is_curator else protocol.party, ctx, net)
 
     async def main_asyncio() -> None:
         loop, task = asyncio.get_running_loop(), asyncio.current_task()
@@ -110,8 +110,30 @@ def run_parties(backend: str, protocol: Any, contexts: list[PartyContext], net: 
             for ctx in contexts:
                 group.create_task(run_party(protocol.curator if ctx.is_curator else protocol.party, ctx, net))
 
+    if backend == "trio":
+        run_cancellable(main_trio)
+        return
     with cancellable():
-        if backend == "trio":
-            trio.run(main_trio, strict_exception_groups=True)
-        else:
-            asyncio.run(main_asyncio())
+        asyncio.run(main_asyncio())
+
+
+def run_cancellable(main: Callable[..., Awaitable[T]], *args: Any) -> T | None:
+    """``trio.run(main, *args)`` (strict exception groups) that an interrupt
+    (:func:`privsim.interrupts.interrupt`) cancels: :class:`~privsim.interrupts.Interrupted`
+    follows once ``main`` has unwound. Returns what ``main`` returns.
+
+    Examples
+    --------
+    :func:`run_parties` runs its nursery through this; so does a TCP party process
+    (``privsim party``), whose Ctrl-C while it waits for its peers unwinds the same way.
+    """
+
+    async def scoped() -> T | None:
+        token = trio.lowlevel.current_trio_token()
+        with trio.CancelScope() as scope:
+            on_cancel(lambda: token.run_sync_soon(scope.cancel, idempotent=True))
+            return await main(*args)
+        return None  # cancelled: cancellable() raises Interrupted
+
+    with cancellable():
+        return trio.run(scoped, strict_exception_groups=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import resource
 import select
 import signal
 import socket
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from privsim.errors import ParameterError, PartyFailure
+from privsim.errors import ParameterError, PartyFailure, ResourceError
 from privsim.network.messages import Inbox, recorded_round
 from privsim.network.schedule import id_key, party_ids, sort_ids
 from privsim.protocols.base import Protocol
@@ -44,6 +45,13 @@ if TYPE_CHECKING:
     from privsim.plan import RunPlan
 
 __all__ = ["TcpRun", "TcpTransport", "resolve_transport"]
+
+#: Descriptors the launcher opens beside the listening sockets: the start barrier's two pipes
+#: (four ends), and while a spawned party starts its log file and Popen's error pipe (three).
+_LAUNCHER_FDS = 7
+#: A party's own beside its connections: its listening socket, the barrier's two ends,
+#: /dev/null, its log, its report, and a spare for the interpreter (e.g. a lazy import).
+_PARTY_FDS = 7
 
 _KILLED = -(1 << 16)  # the exit "code" of a process the launcher killed because it outlived a failure
 
@@ -132,6 +140,7 @@ class TcpTransport(Transport):
         """Run ``protocol`` with one process per party; raises the run's error, if any."""
         n = inputs.shape[inputs.ndim - 1 - len(protocol.input_shape())]
         ids = party_ids(n, protocol.has_curator)
+        check_descriptors(protocol.cached_schedule(n, t).triples(), len(ids))
         socks = {pid: socket.create_server((self.host, 0), family=socket.AF_INET6 if ":" in self.host
                                            else socket.AF_INET, backlog=n + 16) for pid in ids}
         try:
@@ -219,6 +228,43 @@ class TcpTransport(Transport):
                         codes[pid] = _KILLED
             time.sleep(0.005)
         return codes
+
+
+def check_descriptors(triples: Any, parties: int) -> None:
+    """Refuse (:class:`~privsim.errors.ResourceError`), before any socket or process exists,
+    a run that needs more open files than ``ulimit -n`` allows.
+
+    The count: the descriptors open now, plus the larger of the launcher's (one listening
+    socket per party, held until every party has started, and :data:`_LAUNCHER_FDS`) and
+    a party's (a forked party starts with the launcher's and closes the others'; then one
+    connection per neighbour of the busiest party in ``triples``, the schedule's
+    ``(round, sender, receiver)``, and :data:`_PARTY_FDS`).
+
+    >>> check_descriptors([(1, 0, 1)], 2)  # two parties, one channel: a handful of files
+    """
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return
+    channels = {frozenset((s, d)) for _, s, d in triples if s != d}
+    degree: dict[Any, int] = {}
+    for pair in channels:
+        for p in pair:
+            degree[p] = degree.get(p, 0) + 1
+    busiest = max(degree.values(), default=0)
+    need = _open_descriptors() + max(parties + _LAUNCHER_FDS, busiest + _PARTY_FDS)
+    if need > soft:
+        raise ResourceError(f"ulimit -n: a TCP run of {parties} parties needs about {need} open files ({parties} "
+                            f"listening sockets, up to {busiest} connections per party), above this shell's limit "
+                            f"of {soft}; raise it with ulimit -n {need} (or run fewer parties)")
+
+
+def _open_descriptors() -> int:
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            return len(os.listdir(folder)) - 1  # listdir's own descriptor
+        except OSError:
+            continue
+    return 3
 
 
 def _start_barrier(procs: dict[int | str, Any], ready: int, limit: float) -> None:

@@ -34,7 +34,7 @@ from privsim.network.messages import Inbox
 from privsim.network.schedule import CURATOR, Schedule, id_key, parse_party
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import StreamSeeder, block_range
-from privsim.parties.runner import first_error
+from privsim.parties.runner import first_error, run_cancellable
 from privsim.parties.runner import run_party as run_party_routine
 from privsim.protocols.inputs import prepare_inputs
 from privsim.transport.endpoint import TcpEndpoint
@@ -350,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.start_fds:
         _start_barrier(args.start_fds)
     sock = None if args.listen_fd is None else socket.socket(fileno=args.listen_fd)
-    report = trio.run(run_party, cfg, me, sock)
+    report = run_cancellable(run_party, cfg, me, sock)  # Ctrl-C while waiting for peers: Interrupted
+    assert report is not None  # (only an interrupt cancels it, and that raised)
     try:
         data = report.to_bytes()
     except PrivsimError as exc:  # an output the wire cannot carry
