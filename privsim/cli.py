@@ -581,7 +581,8 @@ def bench(
     only: list[str] | None = typer.Option(None, "--only", help="Run only these suites (e.g. engine).",
                                           show_default="every suite"),
     check_docs: bool = typer.Option(False, "--check-docs", help="Run the suites that produce the docs' figures "
-                                    "(docs/figures.toml) and say which no longer hold (exit 1 if any).", show_default="off"),
+                                    "(docs/figures.toml) and say which no longer hold (exit 1 if any).",
+                                    show_default="off"),
     json_out: bool = _JSON,
 ) -> None:
     """Run the benchmark suite (bench/*.py) and print its named figures (ratios measured in-process)."""
