@@ -117,5 +117,5 @@ def check(figures: list[Figure], results: dict[str, dict[str, Any]]) -> list[tup
     >>> check([f], {"s": {"k": 2.05}, "other": {}})[0][1:]
     (2.05, True)
     """
-    return [(f, f.lookup(results[f.suite]), f.holds(f.lookup(results[f.suite])))
-            for f in figures if f.suite in results]
+    measured = [(f, f.lookup(results[f.suite])) for f in figures if f.suite in results]
+    return [(f, value, f.holds(value)) for f, value in measured]

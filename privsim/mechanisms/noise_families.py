@@ -265,13 +265,17 @@ class DiscreteGaussianShares(NoiseFamily):
     epsilon: float = 0.0
     name: ClassVar[str] = "discrete-gaussian"
 
+    @property
+    def exact(self) -> bool:
+        """Whether s2 and the claims follow the sum's exact law ((epsilon, delta) target, integer D)."""
+        return self.epsilon > 0 and _integral(self.sensitivity) is not None
+
     def local_sigma2(self, m: int) -> float:
         """The parameter s2 of each share for m shares per unit of noise."""
         published = _ddg_local_sigma2(self.rho, m, self.sensitivity)
-        D = _integral(self.sensitivity)
-        if self.epsilon <= 0 or D is None:
+        if not self.exact:
             return published
-        exact = exact_integer.ddg_sigma2_for(self.epsilon, self.delta, m, D, published)
+        exact = exact_integer.ddg_sigma2_for(self.epsilon, self.delta, m, _integral(self.sensitivity), published)
         return published if exact is None else exact
 
     def share(self, rng: Any, m: int, size: Any = ()) -> np.ndarray:
@@ -291,11 +295,11 @@ class DiscreteGaussianShares(NoiseFamily):
         if s2 >= 0.25:  # [KLS21] Prop. 14; tau grows with the shares: the best over any j in [m, honest]
             best = min(integer_noise.ddg_rho(s2, j, self.sensitivity) for j in _ddg_counts(m, honest))
             published = Privacy.zcdp(best, delta=self.delta)
-        D = _integral(self.sensitivity)
-        if self.epsilon <= 0 or D is None:
+        if not self.exact:
             assert published is not None  # the zCDP calibration keeps s2 >= 1/4
             blanket = Privacy.zcdp(integer_noise.ddg_rho(s2, m, self.sensitivity), delta=self.delta)
             return published.with_paper(blanket)
+        D = _integral(self.sensitivity)
         exact = exact_integer.exact_epsilon(exact_integer.ddg_sum_law(s2, honest), D, self.delta)
         return _exact_or_published(exact, published, self.delta)
 
@@ -322,6 +326,11 @@ class SkellamShares(NoiseFamily):
     delta: float
     name: ClassVar[str] = "skellam"
 
+    @property
+    def exact(self) -> bool:
+        """Whether the claims follow Sk's exact law (an integer sensitivity)."""
+        return _integral(self.sensitivity) is not None
+
     def share(self, rng: Any, m: int, size: Any = ()) -> np.ndarray:
         return integer_noise.skellam_share(rng, self.mu / m, size=size)
 
@@ -336,10 +345,10 @@ class SkellamShares(NoiseFamily):
             return None
         variance = self.shares_variance(m, honest)
         published = Privacy(integer_noise.skellam_epsilon(variance, self.delta, self.sensitivity), self.delta)
-        D = _integral(self.sensitivity)
-        if D is None:
+        if not self.exact:
             return published
-        exact = exact_integer.exact_epsilon(exact_integer.skellam_law(variance), D, self.delta)
+        exact = exact_integer.exact_epsilon(exact_integer.skellam_law(variance), _integral(self.sensitivity),
+                                            self.delta)
         return _exact_or_published(exact, published, self.delta)
 
 

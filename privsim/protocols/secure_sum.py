@@ -317,7 +317,7 @@ class DistributedNoiseSum(IntegerInputs):
             return 1
         if self.granularity > 0:
             return int(round(1.0 / self.granularity))
-        if self.noise == "skellam" or self.rho == 0:
+        if self.family.exact:  # calibrated to the exact law: the integers are best
             return 1
         central = self.sensitivity**2 / (2.0 * self.family.rho)
         need = max(2.0**12, 4.0 * self.shares_count(n, t)) / central
