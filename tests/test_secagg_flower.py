@@ -1,4 +1,4 @@
-"""privsim's SecAgg+ against Flower's SecAgg+ helpers (flwr, a test-only dependency: the ``flower`` extra).
+"""privsim's SecAgg+ against Flower's SecAgg+ helpers (flwr, a test-only dependency, in the ``dev`` extra).
 
 Flower's server and clients are driven here by hand with Flower's own helpers (quantize,
 X25519/ECDH key agreement, Shamir shares, PRG, dequantize and the server's offset), on the
@@ -10,22 +10,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import privsim
-from privsim.mechanisms.quantization import dequantize_sum, quantize
-from privsim.protocols.secagg import SecAggPlus
-
-pytest.importorskip("flwr", reason="the flower extra: pip install -e .[flower]")
-from flwr.common.secure_aggregation.crypto.shamir import combine_shares, create_shares  # noqa: E402
-from flwr.common.secure_aggregation.crypto.symmetric_encryption import generate_shared_key  # noqa: E402
-from flwr.common.secure_aggregation.quantization import dequantize  # noqa: E402
+from flwr.common.secure_aggregation.crypto.shamir import combine_shares, create_shares
+from flwr.common.secure_aggregation.crypto.symmetric_encryption import generate_shared_key
+from flwr.common.secure_aggregation.quantization import dequantize
 from flwr.common.secure_aggregation.quantization import quantize as flower_quantize
-from flwr.common.secure_aggregation.secaggplus_utils import pseudo_rand_gen  # noqa: E402
-from flwr.supercore.primitives.asymmetric import (  # noqa: E402
+from flwr.common.secure_aggregation.secaggplus_utils import pseudo_rand_gen
+from flwr.supercore.primitives.asymmetric import (
     bytes_to_private_key,
     generate_key_pairs,
     private_key_to_bytes,
 )
+
+import privsim
+from privsim.mechanisms.quantization import dequantize_sum, quantize
+from privsim.protocols.secagg import SecAggPlus
 
 CLIP, Q, M = 2.0, 2**10, 2**16  # clipping range, quantization range, modulus range (Flower's names)
 
