@@ -15,7 +15,8 @@ import numpy as np
 
 from privsim.errors import PrivsimError
 
-__all__ = ["Inbox", "MessageFrozen", "Outbox", "freeze", "message_bits", "recorded_round", "seal"]
+__all__ = ["CohortInbox", "CohortOutbox", "Inbox", "MessageFrozen", "Outbox", "block_bits", "freeze", "message_bits",
+           "recorded_round", "seal"]
 
 
 class MessageFrozen(PrivsimError, TypeError):
@@ -179,3 +180,98 @@ def recorded_round(inboxes: dict[int | str, Inbox], keep: Any, r: int) -> dict[i
         return inboxes
     return {d: (box if d in keep else Inbox(((s, v) for s, v in box.items() if s in keep), owner=d, round=r))
             for d, box in inboxes.items()}
+
+
+class CohortInbox:
+    """What the members of a cohort received in one round.
+
+    Each entry is ``(member position, sender ids, values)``: the values, shaped
+    ``(trials, len(senders), ...)``, that those senders sent to that member.
+
+    >>> box = CohortInbox(2, 3, [(0, np.array([5, 6]), np.ones((3, 2), dtype=np.int64)),
+    ...                          (1, np.array([5]), np.full((3, 1), 4))])
+    >>> box.sum_mod(7)[0].tolist(), box.counts().tolist(), box.from_party(5)[0].tolist()
+    ([2, 4], [2, 1], [1, 4])
+    """
+
+    __slots__ = ("k", "trials", "entries")
+
+    def __init__(self, k: int, trials: int, entries: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
+        self.k = k
+        self.trials = trials
+        self.entries = entries
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def counts(self) -> np.ndarray:
+        """Messages received, per member: ``(k,)``."""
+        out = np.zeros(self.k, dtype=np.int64)
+        for pos, senders, _ in self.entries:
+            out[pos] += len(senders)
+        return out
+
+    def sum_mod(self, q: int) -> np.ndarray:
+        """Per member, the sum mod ``q`` of every value it received: ``(trials, k, ...)`` int64.
+
+        Exact (integer residues in ``[0, q)``), so equal to any per-party order of summation.
+        """
+        if not self.entries:
+            raise ValueError("empty cohort inbox")
+        first = self.entries[0][2]
+        out = np.zeros((self.trials, self.k, *first.shape[2:]), dtype=np.int64)
+        chunk = max(1, (2**63 - 1) // max(int(q), 1) - 1)  # residues summed per int64 sum without overflow
+        for pos, _, values in self.entries:
+            values = np.asarray(values, dtype=np.int64)
+            part = out[:, pos]
+            for lo in range(0, values.shape[1], chunk):
+                part = (part + values[:, lo:lo + chunk].sum(axis=1)) % q
+            out[:, pos] = part
+        return out
+
+    def from_party(self, sender: int | str) -> np.ndarray:
+        """What ``sender`` sent to each member: ``(trials, k, ...)``.
+
+        Raises
+        ------
+        KeyError
+            Some member received nothing from ``sender``.
+        """
+        got: dict[int, np.ndarray] = {}
+        for pos, senders, values in self.entries:
+            hit = np.flatnonzero(senders == sender) if isinstance(sender, (int, np.integer)) else []
+            if len(hit):
+                got[pos] = values[:, hit[0]]
+        if len(got) != self.k:
+            raise KeyError(sender)
+        return np.stack([got[j] for j in range(self.k)], axis=1)
+
+
+class CohortOutbox:
+    """What a cohort queued in the current round: ``(to, member positions or None, values, bits)`` sends.
+
+    >>> box = CohortOutbox(); box.sends.append((0, None, np.ones((2, 3)), None))
+    >>> len(box.take()), box.sends
+    (1, [])
+    """
+
+    __slots__ = ("sends",)
+
+    def __init__(self) -> None:
+        self.sends: list[tuple[int | str, np.ndarray | None, np.ndarray, int | None]] = []
+
+    def take(self) -> list[tuple[int | str, np.ndarray | None, np.ndarray, int | None]]:
+        """Empty the outbox, returning its sends."""
+        out, self.sends = self.sends, []
+        return out
+
+
+def block_bits(values: np.ndarray, trials: int, senders: int) -> int:
+    """Bits of ``senders`` messages held as one ``(trials, senders, ...)`` block (each sized as
+    :func:`~privsim.network.messages.message_bits` sizes one ``values[:, j]``).
+
+    >>> block_bits(np.zeros((4, 3, 2), dtype=np.int64), 4, 3), block_bits(np.zeros((4, 3), dtype=bool), 4, 3)
+    (384, 3)
+    """
+    per_message = values[:, 0] if senders else values
+    return senders * message_bits(per_message, trials)

@@ -9,7 +9,8 @@ waiting party with its inbox. There is no awaited channel operation per message.
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Iterable
+from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
@@ -17,8 +18,8 @@ import numpy as np
 import trio
 
 from privsim.errors import DeadlockError, ProtocolWarning, ScheduleViolation
-from privsim.network.messages import Inbox, Outbox, message_bits, recorded_round
-from privsim.network.schedule import Schedule, sort_ids
+from privsim.network.messages import CohortInbox, Inbox, Outbox, block_bits, message_bits, recorded_round
+from privsim.network.schedule import CURATOR, Schedule, id_key, sort_ids
 
 __all__ = ["SyncNetwork", "check_outbox", "message_bits"]
 
@@ -98,8 +99,10 @@ class SyncNetwork:
         self.rounds_used = 0
         #: Per round: receiver -> Inbox (sender -> value), as recorded.
         self.transcript: list[dict[int | str, Inbox]] = []
-        self._ids: list[int | str] = []
+        self._ids: list[Any] = []  # the tasks: own-task party ids, then cohort keys
         self._outboxes: dict[int | str, Outbox] = {}
+        self._cohorts: dict[Any, Any] = {}
+        self._member: dict[int | str, tuple[Any, int]] = {}  # cohort member -> (cohort key, position)
         self._live = 0
         self._arrived = 0
         self._waiting: set[int | str] = set()
@@ -110,10 +113,16 @@ class SyncNetwork:
         self._inboxes: dict[int | str, Inbox] = {}
         self._on_round = on_round
 
-    def attach(self, ids: list[int | str]) -> dict[int | str, Outbox]:
-        """Register the parties, in canonical id order; returns each party's outbox."""
-        self._ids = list(ids)
-        self._outboxes = {pid: Outbox() for pid in self._ids}
+    def attach(self, ids: list[int | str], cohorts: Iterable[Any] = ()) -> dict[int | str, Outbox]:
+        """Register the parties that run as their own tasks, in canonical id order, and the
+        cohorts (:class:`~privsim.parties.cohort.CohortContext`, each one task for its members,
+        docs/architecture.md, "Cohorts"); returns each own-task party's outbox."""
+        self._outboxes = {pid: Outbox() for pid in ids}
+        self._cohorts = {c.key: c for c in cohorts}
+        self._member = {}
+        for c in self._cohorts.values():
+            self._member.update(zip(c.ids.tolist(), zip(repeat(c.key), range(c.k))))
+        self._ids = [*ids, *self._cohorts]
         self._live = len(self._ids)
         return self._outboxes
 
@@ -151,7 +160,8 @@ class SyncNetwork:
 
     def _complete_round(self) -> None:
         r = self.round
-        ending = [p for p in self._ids if p not in self._done] if r > self.schedule.rounds and self._done else []
+        ending = ([p for p in self._ids if p not in self._done and p not in self._cohorts]
+                  if r > self.schedule.rounds and self._done else [])
         if ending and "extra" not in self._warned:
             # A round past the schedule that some parties ended while others had finished
             # (whatever order trio ran them in, the finished ones are those that did not end it).
@@ -185,18 +195,72 @@ class SyncNetwork:
             if bits:
                 for to, b in bits.items():
                     self.bits += b - message_bits(vals[tos.index(to)], trials)
+        cohort_in = self._cohort_round(r, boxes) if self._cohorts else {}
         inboxes = {d: Inbox(box, owner=d, round=r) for d, box in boxes.items()}
-        if inboxes:
+        if inboxes or any(cohort_in.values()):
             self.rounds_used = r
         if keep is not None:
             self.transcript.append(recorded_round(inboxes, keep, r))
-        self._inboxes = inboxes
+        self._inboxes = {**inboxes, **cohort_in} if cohort_in else inboxes  # a new dict: the transcript keeps inboxes
         self.round = r + 1
         self._arrived = 0
         self._waiting.clear()
         self._lot.unpark_all()
         if self._on_round is not None:
             self._on_round(r)
+
+    def _cohort_round(self, r: int, boxes: dict[int | str, dict]) -> dict[Any, CohortInbox]:
+        """Check, count and deliver the cohorts' sends of round ``r``.
+
+        ``boxes`` (receiver -> sender -> value) holds what own-task parties sent; it becomes the
+        round's inboxes and transcript, so what a cohort sends to an own-task party is added to
+        it, and so is what a cohort sends to a cohort member when the transcript keeps everything.
+        """
+        n, trials, member, keep_all = self.schedule.n, self.trials, self._member, self.record == "all"
+        entries: dict[Any, list] = {key: [] for key in self._cohorts}
+        for d in [d for d in boxes if d in member]:  # own-task senders to cohort members
+            key, pos = member[d]
+            box = boxes[d]
+            senders = np.array(list(box), dtype=object if CURATOR in box else np.int64)
+            entries[key].append((pos, senders, np.stack(list(box.values()), axis=1)))
+            if self.record is None:
+                del boxes[d]
+        extra: dict[int | str, list] = {}  # receiver -> [(sender ids, block)] for boxes
+        for cohort in self._cohorts.values():
+            sends = cohort.outbox.take()
+            ids = cohort.ids
+            codes = [(ids if pos is None else ids[pos]) * (n + 1) + (n if to == CURATOR else to)
+                     for to, pos, _, _ in sends]
+            got = np.sort(np.concatenate(codes)) if codes else np.zeros(0, dtype=np.int64)
+            if not np.array_equal(got, self.schedule.pair_codes(r, ids)):
+                self._cohort_violation(r, ids, sends)
+            for to, pos, block, bits in sends:
+                senders = ids if pos is None else ids[pos]
+                self.messages += len(senders)
+                self.bits += len(senders) * bits if bits is not None else block_bits(block, trials, len(senders))
+                owner = member.get(to)
+                if owner is not None:
+                    entries[owner[0]].append((owner[1], senders, block))
+                if owner is None or keep_all:
+                    extra.setdefault(to, []).append((senders, block))
+        for d, blocks in extra.items():
+            box = boxes.get(d, {})
+            for senders, block in blocks:
+                box.update(zip(senders.tolist(), block.swapaxes(0, 1)))  # the views block[:, i], made in C
+            keys = list(box)
+            if any(type(s) is not int for s in keys) or any(a > b for a, b in zip(keys, keys[1:])):
+                box = dict(sorted(box.items(), key=lambda item: id_key(item[0])))  # ordered by sender
+            boxes[d] = box
+        return {key: CohortInbox(c.k, trials, entries[key]) for key, c in self._cohorts.items()}
+
+    def _cohort_violation(self, r: int, ids: np.ndarray, sends: list) -> None:
+        """Name the first member whose sends differ from the schedule (as :func:`check_outbox` does)."""
+        tos: dict[int, list] = {}
+        for to, pos, _, _ in sends:
+            for s in (ids if pos is None else ids[pos]).tolist():
+                tos.setdefault(s, []).append(to)
+        for s in ids.tolist():
+            check_outbox(r, s, tos.get(s, []), self.schedule.receivers(r, s))
 
     def _check_out_of_order(self, r: int, sender: int | str, tos: list, exp: list) -> None:
         check_outbox(r, sender, tos, exp)
@@ -207,7 +271,7 @@ class SyncNetwork:
     def _finish(self) -> None:
         # All parties have returned: flush what was sent after the last barrier, then make
         # sure no later scheduled round was skipped.
-        if any(box.to for box in self._outboxes.values()):
+        if any(box.to for box in self._outboxes.values()) or any(c.outbox.sends for c in self._cohorts.values()):
             self._complete_round()
         for r in range(self.round, self.schedule.rounds + 1):
             for s, ds in self.schedule.senders_in(r).items():

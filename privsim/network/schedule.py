@@ -10,6 +10,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from privsim.errors import ParameterError
 
 if TYPE_CHECKING:
@@ -111,7 +113,8 @@ class Schedule:
     n:
         Number of parties (ids 0..n-1).
     rounds:
-        One sequence of ``(sender, receiver)`` pairs per round. A round may be empty.
+        One sequence of ``(sender, receiver)`` pairs per round, or a pair of int arrays
+        ``(senders, receivers)`` of party ids (the fast form for large n). A round may be empty.
     curator:
         Whether the curator ``"C"`` takes part.
 
@@ -130,7 +133,12 @@ class Schedule:
         self.curator = bool(curator)
         ids = set(party_ids(self.n, self.curator))
         self._rounds: list[dict[int | str, list[int | str]]] = []
+        self._codes: dict[int, np.ndarray] = {}  # round -> sorted sender (n + 1) + receiver codes
+        self._member_codes: dict[tuple, np.ndarray] = {}
         for r, pairs in enumerate(rounds, start=1):
+            if isinstance(pairs, tuple) and len(pairs) == 2 and all(isinstance(a, np.ndarray) for a in pairs):
+                self._rounds.append(self._from_arrays(r, *pairs))
+                continue
             out: dict[int | str, set[int | str]] = {}
             for s, d in pairs:
                 if s not in ids or d not in ids:
@@ -139,6 +147,45 @@ class Schedule:
                     raise ParameterError(f"schedule: round {r} has a message from party {s} to itself")
                 out.setdefault(s, set()).add(d)
             self._rounds.append({s: sort_ids(out[s]) for s in sort_ids(out)})
+
+    def _from_arrays(self, r: int, senders: np.ndarray, receivers: np.ndarray) -> dict[int | str, list[int | str]]:
+        n = self.n
+        s, d = np.asarray(senders, dtype=np.int64).ravel(), np.asarray(receivers, dtype=np.int64).ravel()
+        if s.shape != d.shape:
+            raise ParameterError(f"schedule: round {r} has {s.size} senders and {d.size} receivers")
+        bad = (s < 0) | (s >= n) | (d < 0) | (d >= n)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ParameterError(f"schedule: round {r} names a party that does not exist ({s[i]} -> {d[i]})")
+        if (s == d).any():
+            raise ParameterError(f"schedule: round {r} has a message from party {s[s == d][0]} to itself")
+        codes = np.sort(s * (n + 1) + d)  # already sorted when built in order: the sort is then one pass
+        codes = codes[np.concatenate(([True], np.diff(codes) != 0))] if codes.size else codes  # a pair once
+        self._codes[r] = codes
+        if not codes.size:
+            return {}
+        first, last = codes // (n + 1), (codes % (n + 1)).tolist()
+        starts = [0, *(np.flatnonzero(np.diff(first)) + 1).tolist(), len(last)]
+        return {p: last[a:b] for p, a, b in zip(first[starts[:-1]].tolist(), starts[:-1], starts[1:])}
+
+    def pair_codes(self, round: int, senders: np.ndarray) -> np.ndarray:
+        """The scheduled messages of ``senders`` (party ids, ascending) in ``round``, as sorted
+        codes ``sender * (n + 1) + receiver`` (the curator's code is ``n``); cached.
+
+        >>> Schedule(3, [[(0, 1), (0, 2), (1, 2), (2, 0)]]).pair_codes(1, np.array([0, 1])).tolist()
+        [1, 2, 6]
+        """
+        key = (round, senders.tobytes())
+        got = self._member_codes.get(key)
+        if got is None:
+            codes = self._codes.get(round)
+            if codes is None:
+                n = self.n
+                codes = self._codes[round] = np.sort(np.array(
+                    [p * (n + 1) + (n if d == CURATOR else d) for p, ds in self.senders_in(round).items()
+                     if p != CURATOR for d in ds], dtype=np.int64))
+            got = self._member_codes[key] = codes[np.isin(codes // (self.n + 1), senders)]
+        return got
 
     @classmethod
     def star_to(cls, n: int, hub: int | str = CURATOR, *, round: int = 1,

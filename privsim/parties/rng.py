@@ -55,6 +55,8 @@ class _Words(ISeedSequence):
         self.words = words
 
     def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray:
+        if n_words == 4 and dtype is np.uint64:  # what PCG64 asks for; it only reads the words
+            return self.words
         view = self.words.view(dtype)
         if n_words > view.size:  # PCG64 asks for 4 uint64 words; nothing else is used here
             raise ValueError("not enough seed words")

@@ -13,7 +13,7 @@ through the loop's thread-safe entry), the parties unwind through cancellation a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
@@ -22,6 +22,7 @@ from privsim.errors import PartyFailure, PrivsimError
 from privsim.interrupts import cancellable, on_cancel
 from privsim.network.backend import check_backend
 from privsim.network.schedule import CURATOR, id_key
+from privsim.parties.cohort import CohortContext
 from privsim.parties.context import PartyContext, PartyNetwork
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["first_error", "run_cancellable", "run_parties", "run_party"]
+__all__ = ["first_error", "run_cancellable", "run_cohort", "run_parties", "run_party"]
 
 
 async def run_party(routine: Any, ctx: PartyContext, net: PartyNetwork) -> None:
@@ -54,6 +55,27 @@ async def run_party(routine: Any, ctx: PartyContext, net: PartyNetwork) -> None:
                            ctx.round) from exc
     ctx._done_round = ctx.round
     net.depart(ctx.id)
+
+
+async def run_cohort(protocol: Any, cctx: CohortContext, net: PartyNetwork) -> None:
+    """Await ``protocol.cohort(role, cctx)`` (as :func:`run_party` does a party's routine):
+    a failure names the cohort, its members and the round; when it returns, the cohort departs.
+
+    Examples
+    --------
+    :func:`run_parties` starts one of these per cohort (``tests/test_cohorts.py`` shows the
+    failure it reports).
+    """
+    try:
+        await protocol.cohort(cctx.role, cctx)
+    except (PrivsimError, trio.Cancelled):
+        raise
+    except Exception as exc:
+        ids = cctx.ids
+        raise PartyFailure(f"cohort {cctx.role} (parties {ids[0]}..{ids[-1]}, {len(ids)} of them) failed in round "
+                           f"{cctx.round}: {type(exc).__name__}: {exc}", int(ids[0]), cctx.round) from exc
+    cctx._done_round = cctx.round
+    net.depart(cctx.key)
 
 
 def first_error(group: BaseExceptionGroup) -> BaseException:
@@ -84,8 +106,10 @@ def first_error(group: BaseExceptionGroup) -> BaseException:
     return leaves[0]
 
 
-def run_parties(backend: str, protocol: Any, contexts: list[PartyContext], net: SyncNetwork) -> None:
-    """Run every party's routine, and the network's watchdog, in one nursery on ``backend``'s loop.
+def run_parties(backend: str, protocol: Any, contexts: list[PartyContext], net: SyncNetwork,
+                cohorts: Sequence[CohortContext] = ()) -> None:
+    """Run every party's routine (and every cohort's), and the network's watchdog, in one
+    nursery on ``backend``'s loop.
 
     Failures leave as a ``BaseExceptionGroup`` on both loops (trio's strict groups,
     asyncio's TaskGroup), for the caller to pick :func:`first_error` from.
@@ -101,6 +125,8 @@ def run_parties(backend: str, protocol: Any, contexts: list[PartyContext], net: 
             nursery.start_soon(net.watchdog)
             for ctx in contexts:
                 nursery.start_soon(run_party, protocol.curator if ctx.is_curator else protocol.party, ctx, net)
+            for cctx in cohorts:
+                nursery.start_soon(run_cohort, protocol, cctx, net)
 
     async def main_asyncio() -> None:
         loop, task = asyncio.get_running_loop(), asyncio.current_task()
@@ -109,6 +135,8 @@ def run_parties(backend: str, protocol: Any, contexts: list[PartyContext], net: 
             group.create_task(net.watchdog())
             for ctx in contexts:
                 group.create_task(run_party(protocol.curator if ctx.is_curator else protocol.party, ctx, net))
+            for cctx in cohorts:
+                group.create_task(run_cohort(protocol, cctx, net))
 
     if backend == "trio":
         run_cancellable(main_trio)

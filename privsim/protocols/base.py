@@ -24,6 +24,7 @@ from privsim.privacy import Privacy, as_claim
 from privsim.protocols.columns import Column
 
 if TYPE_CHECKING:
+    from privsim.parties.cohort import CohortContext
     from privsim.parties.context import PartyContext
 
 __all__ = ["AuditScoreContext", "Param", "Privacy", "Protocol", "REQUIRED", "check_rho_or_epsilon", "claim_for"]
@@ -394,6 +395,24 @@ class Protocol:
 
     async def curator(self, ctx: PartyContext) -> None:
         """The curator's routine (only when ``has_curator``)."""
+        raise NotImplementedError
+
+    def cohorts(self, n: int, t: int) -> dict[str, Sequence[int]]:
+        """Optional cohort form (docs/architecture.md, "Cohorts"): role name -> the parties that
+        run the same steps, which :meth:`cohort` then runs for many of them at once.
+
+        The in-process engine runs the parties of a role (other than a recorded coalition's) as one task
+        (same results, views and counts for a seed as the per-party run). Default: no roles,
+        every party its own task.
+
+        >>> Protocol().cohorts(4, 1)
+        {}
+        """
+        return {}
+
+    async def cohort(self, role: str, cctx: CohortContext) -> None:
+        """The routine of a cohort of ``role`` (:class:`~privsim.parties.cohort.CohortContext`):
+        what :meth:`party` does, for ``cctx.ids`` at once (values ``(trials, k, ...)``)."""
         raise NotImplementedError
 
     def true_value(self, inputs: np.ndarray) -> np.ndarray:

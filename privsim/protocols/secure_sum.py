@@ -146,6 +146,7 @@ from privsim.mechanisms.sharing import (
 )
 from privsim.network.messages import seal
 from privsim.network.schedule import Schedule
+from privsim.parties.cohort import CohortContext
 from privsim.parties.context import PartyContext
 from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol, check_rho_or_epsilon
 
@@ -551,14 +552,47 @@ class SecureSum(DistributedNoiseSum):
         return (t + 1) * (n - 1) + t + ((n - 1) if broadcast else 0)
 
     def schedule(self, n: int, t: int) -> Schedule:
-        holders = range(t + 1)
-        rounds = [
-            [(i, j) for i in range(n) for j in holders if i != j],  # shares to the holders
-            [(j, 0) for j in range(1, t + 1)],                       # partial sums to p_1
+        senders, holders = np.repeat(np.arange(n), t + 1), np.tile(np.arange(t + 1), n)
+        keep = senders != holders
+        rounds: list = [
+            (senders[keep], holders[keep]),      # shares to the holders (array form: n (t + 1) pairs)
+            [(j, 0) for j in range(1, t + 1)],   # partial sums to p_1
         ]
         if self.broadcast:
-            rounds.append([(0, i) for i in range(1, n)])
+            rounds.append((np.zeros(n - 1, dtype=np.int64), np.arange(1, n)))
         return Schedule(n, rounds)
+
+    def cohorts(self, n: int, t: int) -> dict[str, Sequence[int]]:
+        """The holders p_2..p_{t+1} and the other parties (p_1, who totals, runs alone).
+
+        >>> SecureSum().cohorts(6, 2)
+        {'holders': range(1, 3), 'others': range(3, 6)}
+        """
+        return {"holders": range(1, t + 1), "others": range(t + 1, n)}
+
+    async def cohort(self, role: str, cctx: CohortContext) -> None:
+        """:meth:`party` for many holders (other than p_1) or many other parties at once."""
+        n, t, ids = cctx.n, cctx.t, cctx.ids
+        q = self.modulus_for(n, t)
+        bits = modulus_bits(q)
+        shares = seal(share_unchecked(cctx.rng, self.contribution(cctx, q), q, t + 1, ()))  # (R, k, t+1)
+        holding = role == "holders"
+        for j in range(t + 1):
+            if holding:
+                members = np.flatnonzero(ids != j)
+                cctx.send(j, shares[:, members, j], members=members, bits=bits)
+            else:
+                cctx.send(j, shares[:, :, j], bits=bits)
+        inbox = await cctx.end_round()
+        if holding:  # each adds its own share and what it received, and sends the partial sum to p_1
+            own = shares[:, np.arange(cctx.k), ids]
+            cctx.send(0, (own + inbox.sum_mod(q)) % q, bits=bits)
+            await cctx.end_round()
+        elif self.broadcast:
+            await cctx.idle()
+        if self.broadcast:
+            total = (await cctx.end_round()).from_party(0)
+            cctx.output(self.decode(total, q, self.units(n, t)))
 
     def sees_output(self, coalition: Sequence[int | str], n: int, t: int) -> bool:
         return self.broadcast or 0 in coalition

@@ -11,9 +11,12 @@ import gc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
+
 from privsim.network.backend import network_class
 from privsim.network.messages import seal
 from privsim.network.schedule import CURATOR, party_ids
+from privsim.parties.cohort import CohortContext
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import StreamSeeder, block_range
 from privsim.parties.runner import first_error, run_parties
@@ -36,6 +39,12 @@ class LocalTransport(Transport):
     """
 
     name: ClassVar[str] = "local"
+    #: Run the parties of a protocol's cohort roles (:meth:`~privsim.Protocol.cohorts`), other
+    #: than a recorded coalition's, as one task per role (docs/architecture.md, "Cohorts"); ``False``: every
+    #: party its own task. The results, views and counts are the same for a seed either way.
+    cohorts: bool = True
+    #: Parties that run as their own tasks whatever their role (besides the recorded ones).
+    solo: frozenset = frozenset()
 
     def execute(self, plan: RunPlan) -> TransportRun:
         """Run ``plan`` (one batch) with every party a task of this process."""
@@ -52,19 +61,59 @@ class LocalTransport(Transport):
         gc.disable()
         ids = party_ids(plan.n, plan.protocol.has_curator)
         seal(x)  # the engine's own copy: each party's input is a read-only slice of it, not a copy
-        outboxes = net.attach(ids)
+        cohorts = self._cohorts(plan, x, net, seeder)
+        in_cohort = {p for c in cohorts for p in c.ids.tolist()}
+        own = [pid for pid in ids if pid not in in_cohort] if in_cohort else ids
+        outboxes = net.attach(own, cohorts)
         contexts = [PartyContext(pid, plan.n, plan.t, trials, None if pid == CURATOR else x[:, pid], net,
-                                 rng_factory, outboxes[pid]) for pid in ids]
+                                 rng_factory, outboxes[pid]) for pid in own]
         try:
-            run_parties(plan.backend, plan.protocol, contexts, net)
+            run_parties(plan.backend, plan.protocol, contexts, net, cohorts)
         except BaseExceptionGroup as group:
             raise first_error(group) from None
         finally:
             if gc_was_enabled:
                 gc.enable()
+        outputs = {c.id: c._output for c in contexts if c._has_output}
+        done_rounds = {c.id: c._done_round for c in contexts}
+        for c in cohorts:
+            members = c.ids.tolist()
+            if c.outputs is not None:
+                outputs.update(zip(members, (c.outputs[:, j] for j in range(c.k))))
+            done_rounds.update(dict.fromkeys(members, c._done_round))
+        if cohorts:  # in canonical id order, as the per-party run has them
+            outputs = {p: outputs[p] for p in ids if p in outputs}
         return TransportRun(
-            outputs={c.id: c._output for c in contexts if c._has_output},
-            transcript=net.transcript if recorded is not None else None,
-            draws={c.id: c._rng.draws for c in contexts if c._rng is not None and c._rng.draws is not None},
-            messages=net.messages, bits=net.bits, rounds=net.rounds_used,
-            done_rounds={c.id: c._done_round for c in contexts})
+            outputs=outputs, transcript=net.transcript if recorded is not None else None,
+            draws=self._draws(ids, contexts, cohorts),
+            messages=net.messages, bits=net.bits, rounds=net.rounds_used, done_rounds=done_rounds)
+
+    @staticmethod
+    def _draws(ids: list, contexts: list[PartyContext], cohorts: list[CohortContext]) -> dict:
+        """The recorded random tapes: ``party id -> arrays drawn``, in canonical id order."""
+        rngs = {c.id: c._rng for c in contexts if c._rng is not None}
+        for c in cohorts:
+            if c._rng is not None:
+                rngs.update(zip(c.ids.tolist(), c._rng._rngs))
+        return {p: rngs[p].draws for p in ids if p in rngs and rngs[p].draws is not None}
+
+    def _cohorts(self, plan: RunPlan, x: np.ndarray, net: Any, seeder: StreamSeeder) -> list[CohortContext]:
+        """The cohorts of this run: each role's parties outside the recorded coalition and ``solo``."""
+        if not self.cohorts:
+            return []
+        roles = plan.protocol.cohorts(plan.n, plan.t)
+        if not roles:
+            return []
+        keep_all = plan.recorded == "all"  # every party's messages and tapes are kept, cohorts' too
+        solo = (set() if keep_all or plan.recorded is None else set(plan.recorded)) | set(self.solo)
+        trials, out = plan.trials, []
+        for role, members in roles.items():
+            ids = np.array(sorted(set(members) - solo), dtype=np.int64)
+            if len(ids) < 2:  # one party alone is just a party
+                continue
+
+            def rngs(ids: np.ndarray = ids) -> list:
+                return [seeder.rng(p, trials, record=keep_all) for p in ids.tolist()]
+
+            out.append(CohortContext(role, ids, plan.n, plan.t, trials, x[:, ids], net, rngs))
+        return out

@@ -1,0 +1,176 @@
+"""Cohorts (issue 29): the parties of a role run as one task, and nothing a run produces changes.
+
+For the same seed, a run with cohorts and the per-party run (``LocalTransport(cohorts=False)``)
+must agree bit for bit on estimates, outputs, counts, the transcript, the random tapes and
+every coalition's view; the schedule is enforced on a cohort's messages as on a party's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import privsim
+from privsim.errors import ParameterError, PartyFailure, ScheduleViolation
+from privsim.network.messages import CohortInbox
+from privsim.network.schedule import Schedule
+from privsim.parties.cohort import CohortRNG
+from privsim.parties.rng import StreamSeeder, block_range
+from privsim.protocols.secure_sum import SecureSum
+from privsim.transport.local import LocalTransport
+
+PER_PARTY = LocalTransport(cohorts=False)
+
+
+def same_arrays(a: object, b: object) -> bool:
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(map(same_arrays, a, b))
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def assert_same_run(a: privsim.SimulationResult, b: privsim.SimulationResult) -> None:
+    assert (a.messages, a.bits, a.rounds) == (b.messages, b.bits, b.rounds)
+    assert same_arrays(a.estimate, b.estimate) and same_arrays(a.true_value, b.true_value)
+    assert list(a.outputs) == list(b.outputs)
+    assert all(same_arrays(a.outputs[p], b.outputs[p]) for p in a.outputs)
+    assert (a.transcript is None) == (b.transcript is None)
+    if a.transcript is not None:
+        assert len(a.transcript) == len(b.transcript)
+        for ra, rb in zip(a.transcript, b.transcript):
+            assert set(ra) == set(rb)
+            for d in ra:
+                assert list(ra[d]) == list(rb[d]), f"receiver {d}: senders differ or are out of order"
+                assert all(same_arrays(ra[d][s], rb[d][s]) for s in ra[d])
+    assert list(a.draws) == list(b.draws)
+    for p in a.draws:
+        assert len(a.draws[p]) == len(b.draws[p]) and all(map(same_arrays, a.draws[p], b.draws[p]))
+
+
+def assert_same_view(a: privsim.SimulationResult, b: privsim.SimulationResult, coalition: str) -> None:
+    va, vb = a.view(coalition), b.view(coalition)
+    assert va.coalition == vb.coalition and len(va.messages) == len(vb.messages)
+    for ma, mb in zip(va.messages, vb.messages):
+        assert ma[:3] == mb[:3] and same_arrays(ma[3], mb[3])
+    assert set(va.randomness) == set(vb.randomness)
+    assert all(len(va.randomness[m]) == len(vb.randomness[m]) and all(map(same_arrays, va.randomness[m],
+                                                                          vb.randomness[m])) for m in va.randomness)
+    assert set(va.outputs) == set(vb.outputs) and all(same_arrays(va.outputs[m], vb.outputs[m]) for m in va.outputs)
+    assert all(same_arrays(va.inputs[m], vb.inputs[m]) for m in va.inputs)
+
+
+NOISES = [dict(noise="none"), dict(noise="laplace", epsilon=1.0), dict(noise="discrete-gaussian", epsilon=1.0),
+          dict(noise="skellam", epsilon=1.0), dict(noise="laplace", epsilon=0.5, broadcast=True)]
+
+
+@pytest.mark.parametrize("params", NOISES, ids=lambda p: "-".join(map(str, p.values())))
+@pytest.mark.parametrize("t", [0, 1, 3])
+def test_secure_sum_with_cohorts_is_the_per_party_run_bit_for_bit(params: dict, t: int) -> None:
+    proto = SecureSum(**params)
+    x = (np.arange(23) * 7 % 2).tolist()
+    for coalition in (None, "0", "2", "1,9", "C" if proto.has_curator else "22"):
+        kw = dict(trials=6, seed=11, t=t, coalition=coalition)
+        a, b = privsim.simulate(proto, x, **kw), privsim.simulate(proto, x, transport=PER_PARTY, **kw)
+        assert_same_run(a, b)
+        if coalition is not None:
+            assert_same_view(a, b, coalition)
+
+
+def test_two_seeding_blocks_per_trial_inputs_and_named_parties_change_nothing() -> None:
+    proto = SecureSum(noise="laplace", epsilon=1.0, broadcast=True)
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 2, size=(1100, 17))  # per-trial inputs; 1100 trials span two seeding blocks
+    base = privsim.simulate(proto, x, trials=1100, seed=5, t=3, transport=PER_PARTY)
+    for transport in (LocalTransport(), LocalTransport(solo=frozenset({2, 8}))):
+        assert_same_run(privsim.simulate(proto, x, trials=1100, seed=5, t=3, transport=transport), base)
+    assert_same_run(privsim.simulate(proto, x, trials=1100, seed=5, t=3, backend="asyncio"), base)
+
+
+def test_a_cohort_run_has_cohort_tasks_and_a_per_party_run_none() -> None:
+    proto = SecureSum(noise="none")
+    plan = privsim.plan.plan_run(proto, [1] * 12, trials=2, seed=1, t=2, coalition="5")
+    cohorts = LocalTransport()._cohorts(plan, plan.trial_inputs, None, StreamSeeder(1, 12, block_range(2)))
+    assert {c.role: c.ids.tolist() for c in cohorts} == {"holders": [1, 2], "others": [3, 4, 6, 7, 8, 9, 10, 11]}
+    assert PER_PARTY._cohorts(plan, plan.trial_inputs, None, StreamSeeder(1, 12, block_range(2))) == []
+
+
+class OffSchedule(SecureSum):
+    """The secure sum whose non-holder cohort also sends to party t + 1 (off the schedule)."""
+
+    name = "off-schedule"
+
+    async def cohort(self, role, cctx):  # type: ignore[no-untyped-def]
+        if role == "others":
+            cctx.send(cctx.t + 1, cctx.input[:, [1]], members=np.array([1]))
+        await super().cohort(role, cctx)
+
+
+class Silent(SecureSum):
+    """The secure sum whose non-holder cohort leaves holder 0 out."""
+
+    name = "silent"
+
+    async def cohort(self, role, cctx):  # type: ignore[no-untyped-def]
+        if role != "others":
+            return await super().cohort(role, cctx)
+        for j in range(1, cctx.t + 1):
+            cctx.send(j, np.zeros((cctx.trials, cctx.k), dtype=np.int64))
+        await cctx.end_round()
+
+
+class Broken(SecureSum):
+    name = "broken"
+
+    async def cohort(self, role, cctx):  # type: ignore[no-untyped-def]
+        raise RuntimeError("no cohort today")
+
+
+def test_the_schedule_holds_for_a_cohorts_messages_as_for_a_partys() -> None:
+    x = [0, 1] * 5
+    with pytest.raises(ScheduleViolation, match=r"message off the schedule \(round 1, sender 4, receiver 3\)"):
+        privsim.simulate(OffSchedule(noise="none"), x, t=2, seed=1)
+    with pytest.raises(ScheduleViolation, match=r"party 3 did not send its scheduled message to party 0"):
+        privsim.simulate(Silent(noise="none"), x, t=2, seed=1)
+    with pytest.raises(PartyFailure, match=r"cohort holders \(parties 1..2, 2 of them\) failed in round 1: "
+                                           r"RuntimeError: no cohort today"):
+        privsim.simulate(Broken(noise="none"), x, t=2, seed=1)
+
+
+def test_schedule_from_arrays_equals_the_schedule_from_pairs() -> None:
+    n, t = 9, 3
+    pairs = [(i, j) for i in range(n) for j in range(t + 1) if i != j]
+    s, d = np.array(pairs).T
+    a, b = Schedule(n, [pairs, [(1, 0)]]), Schedule(n, [(s[::-1].copy(), d[::-1].copy()), [(1, 0)]])
+    assert [a.senders_in(r) for r in (1, 2)] == [b.senders_in(r) for r in (1, 2)]
+    assert (a.messages, a.rounds) == (b.messages, b.rounds) and list(a.triples()) == list(b.triples())
+    ids = np.array([2, 5, 6])
+    want = sorted(p * (n + 1) + q for p, q in pairs if p in (2, 5, 6))
+    assert a.pair_codes(1, ids).tolist() == want == b.pair_codes(1, ids).tolist()
+    with pytest.raises(ParameterError, match="to itself"):
+        Schedule(3, [(np.array([0, 1]), np.array([1, 1]))])
+    with pytest.raises(ParameterError, match="does not exist"):
+        Schedule(3, [(np.array([0]), np.array([3]))])
+    with pytest.raises(ParameterError, match="2 senders and 1 receivers"):
+        Schedule(3, [(np.array([0, 1]), np.array([2]))])
+
+
+def test_cohort_rng_columns_are_the_members_own_streams() -> None:
+    seeder = StreamSeeder(9, 6, block_range(1500))
+    members = [1, 4, 5]
+    cohort = CohortRNG([seeder.rng(p, 1500, record=False) for p in members])
+    alone = [seeder.rng(p, 1500, record=False) for p in members]
+    got = cohort.integers(0, 2**40, size=3), cohort.gamma(0.5, 2.0), cohort.normal(np.zeros((1500, 3)), 1.0)
+    for j, rng in enumerate(alone):
+        assert same_arrays(got[0][:, j], rng.integers(0, 2**40, size=3))
+        assert same_arrays(got[1][:, j], rng.gamma(0.5, 2.0))
+        assert same_arrays(got[2][:, j], rng.normal(np.zeros(1500), 1.0))
+
+
+def test_cohort_inbox_sums_exactly_past_int64() -> None:
+    q = 2**62
+    values = np.full((2, 40, 1), q - 1, dtype=np.int64)  # 40 (q - 1) overflows int64 unless reduced in chunks
+    box = CohortInbox(1, 2, [(0, np.arange(40), values[:, :, 0])])
+    assert box.sum_mod(q).tolist() == [[(40 * (q - 1)) % q]] * 2
+    assert box.counts().tolist() == [40]
+    with pytest.raises(KeyError):
+        box.from_party(41)
