@@ -1,19 +1,29 @@
 """Secure sum against bulk numpy (issue 29): the cost of a message beside the cost of its arithmetic.
 
-One child process (so that its peak resident set is the run's own) times, at n = 10^5
-parties, t = 10, 4 trials, Laplace noise shares:
+At n = 10^5 parties, t = 10, 4 trials, Laplace noise shares, three child processes (so
+that each peak resident set is that run's own) each time a bulk numpy computation of the
+same arithmetic and then one privsim run:
 
-- ``privsim``: ``privsim.simulate`` of the secure sum (every party a task, every message
-  delivered, counted and checked against the schedule);
-- ``bulk``: the same arithmetic written by hand in numpy with one Generator: each party's
+- ``bulk``: the arithmetic written by hand in numpy with one Generator: each party's
   Gamma(1/m, b) - Gamma(1/m, b) share, its fixed-point encoding mod q, t uniform shares
-  and the last one, the holders' partial sums and party 0's total.
+  and the last one, the holders' partial sums and party 0's total;
+- ``unrecorded``: ``privsim.simulate(..., record=False)`` (what ``privsim run`` does), the
+  parties in cohorts (the secure sum's cohort form: every message still delivered,
+  counted and checked against the schedule, every party drawing from its own stream);
+- ``recorded``: ``privsim.simulate(...)`` keeping every message and random tape (views of
+  any coalition), in cohorts;
+- ``per_party``: the unrecorded run with every party its own task
+  (``LocalTransport(cohorts=False)``).
 
-Figures: ``secure_sum_vs_bulk`` = privsim CPU time / bulk CPU time (one process, back to
-back; CPU time, since the shared machine's wall clock also counts the other tenants), both
-times in CPU and wall seconds, microseconds of privsim CPU per message, and
-``peak_rss_mb``, the child's peak resident set (``ru_maxrss``) after both. Run: ``python bench/bench_bulk.py`` (prints
-JSON); ``python bench/bench_bulk.py --n 1000000`` for the million.
+Figures: ``secure_sum_vs_bulk`` = unrecorded privsim CPU time / bulk CPU time (same
+process, back to back; CPU time, since the shared machine's wall clock also counts the
+other tenants), ``secure_sum_vs_per_party_streams`` = the same over :func:`per_stream_draws`
+(the parties' draws alone, each from its own stream, in a numpy loop), ``recorded_vs_bulk``
+and ``per_party_vs_bulk`` likewise, ``cohort_speedup`` = per-party CPU / cohort CPU,
+``same_results`` (estimates, messages
+and bits equal in the three runs), microseconds of CPU per message, and each run's peak
+resident set (``ru_maxrss``, MB). Run: ``python bench/bench_bulk.py`` (prints JSON);
+``python bench/bench_bulk.py --n 1000000`` for the million (unrecorded only).
 """
 
 from __future__ import annotations
@@ -58,10 +68,27 @@ def bulk_secure_sum(inputs: np.ndarray, t: int, trials: int, *, b: float, digits
     return signed / scale
 
 
-def measure(n: int) -> dict[str, Any]:
-    """Both timings and the peak resident set, in this process (call it in a fresh one)."""
+def per_stream_draws(n: int, t: int, trials: int, *, b: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The draws of the secure sum's parties, each from its own stream (privsim's seeding),
+    in a plain numpy loop: the noise shares ``(trials, n)`` and the uniform shares ``(trials, n, t)``.
+    The floor of any run that keeps per-party streams (one Generator and one call per draw per party)."""
+    from privsim.parties.rng import StreamSeeder, block_range
+
+    seeder, m = StreamSeeder(seed, n, block_range(trials)), n - t
+    noise, uniform = np.empty((trials, n)), np.empty((trials, n, t), dtype=np.int64)
+    q = 2**34
+    for p in range(n):
+        gen = seeder.rng(p, trials, record=False)._gens[0]
+        noise[:, p] = gen.gamma(1.0 / m, b, size=trials) - gen.gamma(1.0 / m, b, size=trials)
+        uniform[:, p] = gen.integers(0, q, size=(trials, t))
+    return noise, uniform
+
+
+def measure(n: int, mode: str) -> dict[str, Any]:
+    """The bulk timing and one privsim run (``mode``), in this process (call it in a fresh one)."""
     import privsim
     from privsim.protocols.secure_sum import SecureSum
+    from privsim.transport.local import LocalTransport
 
     proto = SecureSum(noise="laplace", epsilon=1.0)
     inputs = (np.arange(n) % 2).astype(np.int64)
@@ -69,36 +96,66 @@ def measure(n: int) -> dict[str, Any]:
     w0, c0 = time.perf_counter(), time.process_time()
     bulk = bulk_secure_sum(inputs, T, TRIALS, b=proto.laplace_b, digits=proto.digits, q=q,
                            rng=np.random.default_rng(SEED))
+    bulk_cpu, bulk_wall = time.process_time() - c0, time.perf_counter() - w0
+    streams_s = None
+    if mode == "unrecorded":
+        c = time.process_time()
+        per_stream_draws(n, T, TRIALS, b=proto.laplace_b, seed=SEED)
+        streams_s = time.process_time() - c
     w1, c1 = time.perf_counter(), time.process_time()
-    res = privsim.simulate(proto, inputs.tolist(), trials=TRIALS, seed=SEED, t=T)
+    kw: dict[str, Any] = {"record": mode == "recorded"}
+    if mode == "per_party":
+        kw["transport"] = LocalTransport(cohorts=False)
+    res = privsim.simulate(proto, inputs, trials=TRIALS, seed=SEED, t=T, **kw)
     w2, c2 = time.perf_counter(), time.process_time()
-    bulk_s, privsim_s = c1 - c0, c2 - c1
     sd = (proto.noise_variance(n, T) + proto.rounding_bound(n) ** 2) ** 0.5
     true = float(inputs.sum())
     return {
-        "n": n,
-        "secure_sum_vs_bulk": privsim_s / bulk_s,
-        "privsim_cpu_s": privsim_s,
-        "bulk_cpu_s": bulk_s,
-        "privsim_wall_s": w2 - w1,
-        "bulk_wall_s": w1 - w0,
-        "us_per_message": 1e6 * privsim_s / res.messages,
+        "mode": mode, "bulk_cpu_s": bulk_cpu, "bulk_wall_s": bulk_wall, "streams_cpu_s": streams_s,
+        "cpu_s": c2 - c1, "wall_s": w2 - w1,
+        "messages": res.messages, "bits": res.bits, "estimate": np.asarray(res.estimate).tolist(),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "estimates_within_6sd": bool(np.all(np.abs(np.asarray(res.estimate) - true) < 6 * sd)
                                      and np.all(np.abs(bulk - true) < 6 * sd)),
     }
 
 
-def main(n: int = N) -> dict[str, Any]:
-    """Run :func:`measure` in a child process; returns its figures."""
-    out = subprocess.run([sys.executable, __file__, "--child", "--n", str(n)], capture_output=True, text=True,
+def child(n: int, mode: str) -> dict[str, Any]:
+    """:func:`measure` in a fresh child process."""
+    out = subprocess.run([sys.executable, __file__, "--child", mode, "--n", str(n)], capture_output=True, text=True,
                          check=True)
     return json.loads(out.stdout)
+
+
+def main(n: int = N) -> dict[str, Any]:
+    """Every mode in its own child process (only the unrecorded one above 10^5); the figures."""
+    modes = ("unrecorded", "recorded", "per_party") if n <= N else ("unrecorded",)
+    runs = {mode: child(n, mode) for mode in modes}
+    base = runs["unrecorded"]
+    out: dict[str, Any] = {
+        "n": n,
+        "secure_sum_vs_bulk": base["cpu_s"] / base["bulk_cpu_s"],
+        "secure_sum_vs_per_party_streams": base["cpu_s"] / base["streams_cpu_s"],
+        "per_party_streams_vs_bulk": base["streams_cpu_s"] / base["bulk_cpu_s"],
+        "privsim_cpu_s": base["cpu_s"], "bulk_cpu_s": base["bulk_cpu_s"], "privsim_wall_s": base["wall_s"],
+        "us_per_message": 1e6 * base["cpu_s"] / base["messages"],
+        "peak_rss_mb": base["peak_rss_mb"],
+        "estimates_within_6sd": all(r["estimates_within_6sd"] for r in runs.values()),
+    }
+    for mode in modes[1:]:
+        run = runs[mode]
+        out.update({f"{mode}_vs_bulk": run["cpu_s"] / run["bulk_cpu_s"], f"{mode}_cpu_s": run["cpu_s"],
+                    f"{mode}_peak_rss_mb": run["peak_rss_mb"]})
+    if "per_party" in runs:
+        out["cohort_speedup"] = runs["per_party"]["cpu_s"] / base["cpu_s"]
+        out["same_results"] = all((r["estimate"], r["messages"], r["bits"]) ==
+                                  (base["estimate"], base["messages"], base["bits"]) for r in runs.values())
+    return out
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=N)
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=("unrecorded", "recorded", "per_party"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    print(json.dumps(measure(args.n) if args.child else main(args.n), indent=2))
+    print(json.dumps(measure(args.n, args.child) if args.child else main(args.n), indent=2))
