@@ -16,6 +16,7 @@ from privsim.network.messages import CohortInbox
 from privsim.network.schedule import Schedule
 from privsim.parties.cohort import CohortRNG
 from privsim.parties.rng import StreamSeeder, block_range
+from privsim.protocols.ck_sum import CKSum
 from privsim.protocols.secure_sum import SecureSum
 from privsim.transport.local import LocalTransport
 
@@ -76,6 +77,21 @@ def test_secure_sum_with_cohorts_is_the_per_party_run_bit_for_bit(params: dict, 
             assert_same_view(a, b, coalition)
 
 
+@pytest.mark.parametrize("params", [dict(noise="none"), dict(noise="laplace", epsilon=1.0),
+                                    dict(noise="skellam", epsilon=1.0, broadcast=True), dict(levels=4)],
+                         ids=lambda p: "-".join(map(str, p.values())))
+@pytest.mark.parametrize("n,t", [(5, 3), (19, 2), (40, 5)])
+def test_ck_sum_with_cohorts_is_the_per_party_run_bit_for_bit(params: dict, n: int, t: int) -> None:
+    proto = CKSum(**params)
+    x = (np.arange(n) * 5 % 2).tolist()
+    for coalition in (None, "0", f"{n - 1}", "1,3"):
+        kw = dict(trials=5, seed=21, t=t, coalition=coalition)
+        a, b = privsim.simulate(proto, x, **kw), privsim.simulate(proto, x, transport=PER_PARTY, **kw)
+        assert_same_run(a, b)
+        if coalition is not None:
+            assert_same_view(a, b, coalition)
+
+
 def test_two_seeding_blocks_per_trial_inputs_and_named_parties_change_nothing() -> None:
     proto = SecureSum(noise="laplace", epsilon=1.0, broadcast=True)
     rng = np.random.default_rng(4)
@@ -118,6 +134,15 @@ class Silent(SecureSum):
         await cctx.end_round()
 
 
+class Misaddressed(SecureSum):
+    """A cohort whose send_each names fewer receivers than it has members."""
+
+    name = "misaddressed"
+
+    async def cohort(self, role, cctx):  # type: ignore[no-untyped-def]
+        cctx.send_each(np.zeros(cctx.k - 1, dtype=np.int64), np.zeros((cctx.trials, cctx.k), dtype=np.int64))
+
+
 class Broken(SecureSum):
     name = "broken"
 
@@ -134,6 +159,9 @@ def test_the_schedule_holds_for_a_cohorts_messages_as_for_a_partys() -> None:
     with pytest.raises(PartyFailure, match=r"cohort holders \(parties 1..2, 2 of them\) failed in round 1: "
                                            r"RuntimeError: no cohort today"):
         privsim.simulate(Broken(noise="none"), x, t=2, seed=1)
+    with pytest.raises(PartyFailure, match=r"cohort \w+, round 1: send_each got receivers of shape "
+                                           r"\((\d+),\) for (\d+) senders"):
+        privsim.simulate(Misaddressed(noise="none"), x, t=2, seed=1)
 
 
 def test_schedule_from_arrays_equals_the_schedule_from_pairs() -> None:

@@ -227,15 +227,13 @@ class SyncNetwork:
                 del boxes[d]
         extra: dict[int | str, list] = {}  # receiver -> [(sender ids, block)] for boxes
         for cohort in self._cohorts.values():
-            sends = cohort.outbox.take()
             ids = cohort.ids
-            codes = [(ids if pos is None else ids[pos]) * (n + 1) + (n if to == CURATOR else to)
-                     for to, pos, _, _ in sends]
+            sends = _per_receiver(cohort.outbox.take(), ids)
+            codes = [senders * (n + 1) + (n if to == CURATOR else to) for to, senders, _, _ in sends]
             got = np.sort(np.concatenate(codes)) if codes else np.zeros(0, dtype=np.int64)
             if not np.array_equal(got, self.schedule.pair_codes(r, ids)):
                 self._cohort_violation(r, ids, sends)
-            for to, pos, block, bits in sends:
-                senders = ids if pos is None else ids[pos]
+            for to, senders, block, bits in sends:
                 self.messages += len(senders)
                 self.bits += len(senders) * bits if bits is not None else block_bits(block, trials, len(senders))
                 owner = member.get(to)
@@ -243,6 +241,8 @@ class SyncNetwork:
                     entries[owner[0]].append((owner[1], senders, block))
                 if owner is None or keep_all:
                     extra.setdefault(to, []).append((senders, block))
+                elif self.record is not None:
+                    boxes.setdefault(to, {})  # the transcript has the round's receivers, as per party
         for d, blocks in extra.items():
             box = boxes.get(d, {})
             for senders, block in blocks:
@@ -256,8 +256,8 @@ class SyncNetwork:
     def _cohort_violation(self, r: int, ids: np.ndarray, sends: list) -> None:
         """Name the first member whose sends differ from the schedule (as :func:`check_outbox` does)."""
         tos: dict[int, list] = {}
-        for to, pos, _, _ in sends:
-            for s in (ids if pos is None else ids[pos]).tolist():
+        for to, senders, _, _ in sends:
+            for s in senders.tolist():
                 tos.setdefault(s, []).append(to)
         for s in ids.tolist():
             check_outbox(r, s, tos.get(s, []), self.schedule.receivers(r, s))
@@ -298,6 +298,25 @@ class SyncNetwork:
                 f"round {self.round}: part{'ies' if len(stuck) > 1 else 'y'} "
                 f"{', '.join(map(str, stuck[:8]))}{' ...' if len(stuck) > 8 else ''} never finished the "
                 "round (they wait on something other than end_round)")
+
+
+def _per_receiver(sends: list, ids: np.ndarray) -> list[tuple[Any, np.ndarray, np.ndarray, int | None]]:
+    """A cohort's sends as ``(receiver, sender ids, block, bits)``: a send to an array of
+    receivers (one per sending member, :meth:`~privsim.parties.cohort.CohortContext.send_each`)
+    becomes one block per receiver, its senders in order."""
+    out = []
+    for to, pos, block, bits in sends:
+        senders = ids if pos is None else ids[pos]
+        if not isinstance(to, np.ndarray):
+            out.append((to, senders, block, bits))
+            continue
+        order = np.argsort(to, kind="stable")
+        tos = to[order]
+        cuts = [0, *(np.flatnonzero(np.diff(tos)) + 1).tolist(), len(tos)]
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            idx = order[a:b]
+            out.append((int(tos[a]), senders[idx], block[:, idx], bits))
+    return out
 
 
 def _warn(message: str) -> None:

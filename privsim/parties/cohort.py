@@ -181,6 +181,17 @@ class CohortContext:
         pos = None if members is None else np.asarray(members, dtype=np.int64)
         self.outbox.sends.append((to, pos, freeze(arr), None if bits is None else int(bits)))
 
+    def send_each(self, tos: np.ndarray, values: np.ndarray, *, members: np.ndarray | None = None,
+                  bits: int | None = None) -> None:
+        """Member ``j`` (or the one at ``members[j]``) sends ``values[:, j]`` to party ``tos[j]``:
+        one message per member, each to its own receiver (party ids, ints)."""
+        tos = np.asarray(tos, dtype=np.int64)
+        want = self.k if members is None else len(members)
+        if tos.shape != (want,):
+            raise PartyFailure(f"cohort {self.role}, round {self.round}: send_each got receivers of shape "
+                               f"{tos.shape} for {want} senders", None, self.round)
+        self.send(tos, values, members=members, bits=bits)  # type: ignore[arg-type]
+
     async def end_round(self) -> CohortInbox:
         """Wait for the round barrier; returns what the members received (:class:`CohortInbox`)."""
         return await self._net.end_round(self.key)

@@ -83,6 +83,7 @@ import numpy as np
 from privsim.errors import ParameterError
 from privsim.mechanisms.sharing import reconstruct, share
 from privsim.network.schedule import Schedule
+from privsim.parties.cohort import CohortContext
 from privsim.parties.context import PartyContext
 from privsim.protocols.base import Param
 from privsim.protocols.secure_sum import DistributedNoiseSum, modulus_bits
@@ -240,6 +241,39 @@ class CKSum(DistributedNoiseSum):
         if self.broadcast:
             rounds.append([(plan.collector, i) for i in range(n) if i != plan.collector])
         return Schedule(n, rounds)
+
+    def cohorts(self, n: int, t: int) -> dict[str, Sequence[int]]:
+        """The parties other than the collector, by level and number of higher-level neighbours.
+
+        >>> CKSum().cohorts(9, 2)
+        {'level 0, 4 out': [0, 3, 6], 'level 1, 2 out': [1, 4, 7], 'level 2, 1 out': [2, 5]}
+        """
+        plan, roles = self.plan(n, t), {}
+        for i in range(n):
+            if i != plan.collector:
+                roles.setdefault(f"level {plan.level[i]}, {len(plan.out[i])} out", []).append(i)
+        return roles
+
+    async def cohort(self, role: str, cctx: CohortContext) -> None:
+        """:meth:`party` for many parties of one level and out-degree at once."""
+        n, t, ids = cctx.n, cctx.t, cctx.ids
+        plan = self.plan(n, t)
+        q = self.modulus_for(n, t)
+        bits = modulus_bits(q)
+        level, outs = plan.level[int(ids[0])], np.array([plan.out[i] for i in ids.tolist()], dtype=np.int64)
+        total = self.contribution(cctx, q)  # (R, k): each member's running total mod q
+        for rnd in range(1, level + 2):
+            if rnd == level + 1:
+                parts = share(cctx.rng, total, q, outs.shape[1], size=())  # (R, k, out)
+                for j in range(outs.shape[1]):
+                    cctx.send_each(outs[:, j], parts[:, :, j], bits=bits)
+            inbox = await cctx.end_round()
+            if inbox:
+                total = (total + inbox.sum_mod(q)) % q
+        if self.broadcast:
+            await cctx.idle(plan.flow_rounds - level - 1)
+            released = (await cctx.end_round()).from_party(plan.collector)
+            cctx.output(self.decode(released, q, self.units(n, t)))
 
     async def party(self, ctx: PartyContext) -> None:
         n, t, me = ctx.n, ctx.t, ctx.id
