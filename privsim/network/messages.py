@@ -186,7 +186,8 @@ class CohortInbox:
     """What the members of a cohort received in one round.
 
     Each entry is ``(member position, sender ids, values)``: the values, shaped
-    ``(trials, len(senders), ...)``, that those senders sent to that member.
+    ``(trials, len(senders), ...)``, that those senders sent to that member; or, with an
+    array of positions (one per sender), message ``i`` went to member ``positions[i]``.
 
     >>> box = CohortInbox(2, 3, [(0, np.array([5, 6]), np.ones((3, 2), dtype=np.int64)),
     ...                          (1, np.array([5]), np.full((3, 1), 4))])
@@ -208,7 +209,10 @@ class CohortInbox:
         """Messages received, per member: ``(k,)``."""
         out = np.zeros(self.k, dtype=np.int64)
         for pos, senders, _ in self.entries:
-            out[pos] += len(senders)
+            if isinstance(pos, np.ndarray):
+                np.add.at(out, pos, 1)
+            else:
+                out[pos] += len(senders)
         return out
 
     def sum_mod(self, q: int) -> np.ndarray:
@@ -223,6 +227,13 @@ class CohortInbox:
         chunk = max(1, (2**63 - 1) // max(int(q), 1) - 1)  # residues summed per int64 sum without overflow
         for pos, _, values in self.entries:
             values = np.asarray(values, dtype=np.int64)
+            if isinstance(pos, np.ndarray):  # one message per sender, each to its own member
+                for lo in range(0, values.shape[1], chunk):
+                    part, at = values[:, lo:lo + chunk], pos[lo:lo + chunk]
+                    acc = np.zeros_like(out)
+                    np.add.at(acc, (slice(None), at), part)  # at most chunk residues per member: no overflow
+                    out = (out + acc % q) % q
+                continue
             part = out[:, pos]
             for lo in range(0, values.shape[1], chunk):
                 part = (part + values[:, lo:lo + chunk].sum(axis=1)) % q
@@ -240,7 +251,9 @@ class CohortInbox:
         got: dict[int, np.ndarray] = {}
         for pos, senders, values in self.entries:
             hit = np.flatnonzero(senders == sender) if isinstance(sender, (int, np.integer)) else []
-            if len(hit):
+            if isinstance(pos, np.ndarray):
+                got.update(zip(pos[hit].tolist(), (values[:, i] for i in hit)))
+            elif len(hit):
                 got[pos] = values[:, hit[0]]
         if len(got) != self.k:
             raise KeyError(sender)

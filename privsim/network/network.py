@@ -120,8 +120,12 @@ class SyncNetwork:
         self._outboxes = {pid: Outbox() for pid in ids}
         self._cohorts = {c.key: c for c in cohorts}
         self._member = {}
-        for c in self._cohorts.values():
+        n = self.schedule.n
+        self._owner = np.full(n, -1, dtype=np.int64)  # party -> index of its cohort (-1: its own task)
+        self._position = np.zeros(n, dtype=np.int64)  # party -> its position in the cohort
+        for index, c in enumerate(self._cohorts.values()):
             self._member.update(zip(c.ids.tolist(), zip(repeat(c.key), range(c.k))))
+            self._owner[c.ids], self._position[c.ids] = index, np.arange(c.k)
         self._ids = [*ids, *self._cohorts]
         self._live = len(self._ids)
         return self._outboxes
@@ -219,7 +223,7 @@ class SyncNetwork:
         n, trials, member, keep_all = self.schedule.n, self.trials, self._member, self.record == "all"
         entries: dict[Any, list] = {key: [] for key in self._cohorts}
         for d in [d for d in boxes if d in member]:  # own-task senders to cohort members
-            key, pos = member[d]
+            key, pos = member[d]  # type: ignore[misc]
             box = boxes[d]
             senders = np.array(list(box), dtype=object if CURATOR in box else np.int64)
             entries[key].append((pos, senders, np.stack(list(box.values()), axis=1)))
@@ -228,14 +232,19 @@ class SyncNetwork:
         extra: dict[int | str, list] = {}  # receiver -> [(sender ids, block)] for boxes
         for cohort in self._cohorts.values():
             ids = cohort.ids
-            sends = _per_receiver(cohort.outbox.take(), ids)
-            codes = [senders * (n + 1) + (n if to == CURATOR else to) for to, senders, _, _ in sends]
+            sends = [(to, ids if pos is None else ids[pos], block, bits)
+                     for to, pos, block, bits in cohort.outbox.take()]
+            codes = [senders * (n + 1) + (to if isinstance(to, np.ndarray) else n if to == CURATOR else to)
+                     for to, senders, _, _ in sends]
             got = np.sort(np.concatenate(codes)) if codes else np.zeros(0, dtype=np.int64)
             if not np.array_equal(got, self.schedule.pair_codes(r, ids)):
                 self._cohort_violation(r, ids, sends)
             for to, senders, block, bits in sends:
                 self.messages += len(senders)
                 self.bits += len(senders) * bits if bits is not None else block_bits(block, trials, len(senders))
+                if isinstance(to, np.ndarray):  # send_each: message i to party to[i]
+                    self._deliver_each(to, senders, block, entries, extra, boxes)
+                    continue
                 owner = member.get(to)
                 if owner is not None:
                     entries[owner[0]].append((owner[1], senders, block))
@@ -253,12 +262,29 @@ class SyncNetwork:
             boxes[d] = box
         return {key: CohortInbox(c.k, trials, entries[key]) for key, c in self._cohorts.items()}
 
+    def _deliver_each(self, to: np.ndarray, senders: np.ndarray, block: np.ndarray, entries: dict, extra: dict,
+                      boxes: dict) -> None:
+        """Deliver a block whose message ``i`` goes to party ``to[i]`` (see :meth:`_cohort_round`)."""
+        keys = list(self._cohorts)
+        owner = self._owner[to]  # the receiving cohort's index, -1 for an own-task party
+        for ci in np.unique(owner).tolist():
+            sel = np.flatnonzero(owner == ci)
+            if ci >= 0:
+                entries[keys[ci]].append((self._position[to[sel]], senders[sel], block[:, sel]))
+            if ci < 0 or self.record == "all":
+                for d, idx in _by_receiver(to[sel], sel):
+                    extra.setdefault(d, []).append((senders[idx], block[:, idx]))
+            elif self.record is not None:
+                for d in np.unique(to[sel]).tolist():
+                    boxes.setdefault(d, {})  # the transcript has the round's receivers, as per party
+
     def _cohort_violation(self, r: int, ids: np.ndarray, sends: list) -> None:
         """Name the first member whose sends differ from the schedule (as :func:`check_outbox` does)."""
         tos: dict[int, list] = {}
         for to, senders, _, _ in sends:
-            for s in senders.tolist():
-                tos.setdefault(s, []).append(to)
+            receivers = to.tolist() if isinstance(to, np.ndarray) else [to] * len(senders)
+            for s, d in zip(senders.tolist(), receivers):
+                tos.setdefault(s, []).append(d)
         for s in ids.tolist():
             check_outbox(r, s, tos.get(s, []), self.schedule.receivers(r, s))
 
@@ -300,23 +326,16 @@ class SyncNetwork:
                 "round (they wait on something other than end_round)")
 
 
-def _per_receiver(sends: list, ids: np.ndarray) -> list[tuple[Any, np.ndarray, np.ndarray, int | None]]:
-    """A cohort's sends as ``(receiver, sender ids, block, bits)``: a send to an array of
-    receivers (one per sending member, :meth:`~privsim.parties.cohort.CohortContext.send_each`)
-    becomes one block per receiver, its senders in order."""
-    out = []
-    for to, pos, block, bits in sends:
-        senders = ids if pos is None else ids[pos]
-        if not isinstance(to, np.ndarray):
-            out.append((to, senders, block, bits))
-            continue
-        order = np.argsort(to, kind="stable")
-        tos = to[order]
-        cuts = [0, *(np.flatnonzero(np.diff(tos)) + 1).tolist(), len(tos)]
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            idx = order[a:b]
-            out.append((int(tos[a]), senders[idx], block[:, idx], bits))
-    return out
+def _by_receiver(tos: np.ndarray, index: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """``(receiver, the entries of index sent to it)`` for each receiver in ``tos``, in order.
+
+    >>> [(d, i.tolist()) for d, i in _by_receiver(np.array([4, 2, 4]), np.array([7, 8, 9]))]
+    [(2, [8]), (4, [7, 9])]
+    """
+    order = np.argsort(tos, kind="stable")
+    sorted_tos = tos[order]
+    cuts = [0, *(np.flatnonzero(np.diff(sorted_tos)) + 1).tolist(), len(tos)]
+    return [(int(sorted_tos[a]), index[order[a:b]]) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
 def _warn(message: str) -> None:
