@@ -19,9 +19,9 @@ Figures: ``secure_sum_vs_bulk`` = unrecorded privsim CPU time / bulk CPU time (s
 process, back to back; CPU time, since the shared machine's wall clock also counts the
 other tenants), ``secure_sum_vs_per_party_streams`` = the same over :func:`per_stream_draws`
 (the parties' draws alone, each from its own stream, in a numpy loop), ``recorded_vs_bulk``
-and ``per_party_vs_bulk`` likewise, ``cohort_speedup`` = per-party CPU / cohort CPU,
-``same_results`` (estimates, messages
-and bits equal in the three runs), microseconds of CPU per message, and each run's peak
+and ``per_party_vs_bulk`` likewise, ``cohort_speedup`` = per-party CPU / cohort CPU
+(``ck_sum_cohort_speedup``: the same for ck-sum), ``same_results`` (estimates, messages
+and bits equal in every mode of each protocol), microseconds of CPU per message, and each run's peak
 resident set (``ru_maxrss``, MB). Run: ``python bench/bench_bulk.py`` (prints JSON);
 ``python bench/bench_bulk.py --n 1000000`` for the million (unrecorded only).
 """
@@ -120,6 +120,22 @@ def measure(n: int, mode: str) -> dict[str, Any]:
     }
 
 
+def measure_ck(n: int, mode: str) -> dict[str, Any]:
+    """ck-sum (the same noise, t and trials), unrecorded, in cohorts or per party: CPU seconds and results."""
+    import privsim
+    from privsim.protocols.ck_sum import CKSum
+    from privsim.transport.local import LocalTransport
+
+    inputs = (np.arange(n) % 2).astype(np.int64)
+    kw: dict[str, Any] = {"transport": LocalTransport(cohorts=False)} if mode == "ck_per_party" else {}
+    c0 = time.process_time()
+    res = privsim.simulate(CKSum(noise="laplace", epsilon=1.0), inputs, trials=TRIALS, seed=SEED, t=T, record=False,
+                           **kw)
+    return {"mode": mode, "cpu_s": time.process_time() - c0, "messages": res.messages, "bits": res.bits,
+            "estimate": np.asarray(res.estimate).tolist(),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
+
+
 def child(n: int, mode: str) -> dict[str, Any]:
     """:func:`measure` in a fresh child process."""
     out = subprocess.run([sys.executable, __file__, "--child", mode, "--n", str(n)], capture_output=True, text=True,
@@ -148,14 +164,22 @@ def main(n: int = N) -> dict[str, Any]:
                     f"{mode}_peak_rss_mb": run["peak_rss_mb"]})
     if "per_party" in runs:
         out["cohort_speedup"] = runs["per_party"]["cpu_s"] / base["cpu_s"]
-        out["same_results"] = all((r["estimate"], r["messages"], r["bits"]) ==
-                                  (base["estimate"], base["messages"], base["bits"]) for r in runs.values())
+        ck = {mode: child(n, mode) for mode in ("ck_cohort", "ck_per_party")}
+        out.update(ck_sum_cohort_speedup=ck["ck_per_party"]["cpu_s"] / ck["ck_cohort"]["cpu_s"],
+                   ck_sum_cohort_cpu_s=ck["ck_cohort"]["cpu_s"], ck_sum_per_party_cpu_s=ck["ck_per_party"]["cpu_s"])
+        same = [(r["estimate"], r["messages"], r["bits"]) for r in runs.values()]
+        ck_same = [(r["estimate"], r["messages"], r["bits"]) for r in ck.values()]
+        out["same_results"] = all(x == same[0] for x in same) and ck_same[0] == ck_same[1]
     return out
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=N)
-    ap.add_argument("--child", choices=("unrecorded", "recorded", "per_party"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=("unrecorded", "recorded", "per_party", "ck_cohort", "ck_per_party"),
+                    help=argparse.SUPPRESS)
     args = ap.parse_args()
-    print(json.dumps(measure(args.n, args.child) if args.child else main(args.n), indent=2))
+    if args.child:
+        print(json.dumps((measure_ck if args.child.startswith("ck_") else measure)(args.n, args.child), indent=2))
+    else:
+        print(json.dumps(main(args.n), indent=2))
