@@ -8,7 +8,8 @@ every batch split (batches are whole seeding blocks, see :mod:`privsim.parties.r
 Tasks travel as cloudpickle blobs, so protocols defined in a script or a test (and
 closures such as audit scores) run in worker processes too. A map pickles its function
 (which carries the plan) once, and every task carries those same bytes beside its own
-item; a worker unpickles the function once per map, not once per task. A task that raises is
+item; a worker unpickles the function once per map, not once per task (as in this
+process, the map's tasks on one worker then share one function object). A task that raises is
 reported, with its error's class and message. A task whose worker dies is run again
 (processes: once, on a rebuilt pool; Dask: on another worker, and when a result is late,
 a LocalCluster's lost workers are started again and, if nothing runs, the pending tasks
@@ -19,7 +20,6 @@ presented as complete.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import multiprocessing
 import os
@@ -27,6 +27,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import uuid
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, ProcessPoolExecutor
@@ -45,18 +46,18 @@ __all__ = ["EXECUTORS", "DaskExecutor", "Executor", "LocalExecutor", "ProcessExe
 EXECUTORS = ("local", "processes", "dask")
 
 
-#: A task: the digest of the map's pickled function, that function's blob (the same bytes
-#: object in every task of the map) and the task's own pickled item.
+#: A task: its map's token, the map's pickled function (the same bytes object in every task
+#: of the map) and the task's own pickled item.
 Task = tuple[bytes, bytes, bytes]
 
 
 def _tasks(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Task]:
-    blob = cloudpickle.dumps(fn)
-    key = hashlib.blake2b(blob, digest_size=16).digest()
-    return [(key, blob, cloudpickle.dumps(item)) for item in items]
+    blob, token = cloudpickle.dumps(fn), uuid.uuid4().bytes
+    return [(token, blob, cloudpickle.dumps(item)) for item in items]
 
 
-#: The function of the map a worker ran last, by its digest: unpickled once per worker.
+#: The function of the map a worker ran last, by its map's token: unpickled once per worker
+#: and map (a task run again, on a rebuilt pool or another Dask worker, carries the same token).
 _LOADED: dict[bytes, Any] = {}
 
 
