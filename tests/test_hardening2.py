@@ -271,3 +271,12 @@ def test_a_signal_to_a_waiting_party_is_one_line(tmp_path, sig, exit_code):
             proc.kill()
             proc.wait()
     assert (proc.returncode, out, err.splitlines()) == (exit_code, "", ["interrupted"])
+
+
+def test_a_dask_run_leaves_nothing_in_tmpdir(tmp_path):
+    # Dask's workers would leave dask-scratch-space in TMPDIR: theirs is a folder of ours, removed
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONWARNINGS": "ignore"}
+    p = subprocess.run([sys.executable, "-m", "privsim", *RR, "--executor", "dask", "--workers", "1", "--json"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0 and json.loads(p.stdout)["executor"] == "dask", p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == []
