@@ -484,13 +484,11 @@ def get_executor(kind: str | Executor | None = "local", *, scheduler: str | None
     if isinstance(kind, Executor):
         return kind
     kind = kind or "local"
+    if scheduler and kind in ("local", "processes"):
+        raise ParameterError("--scheduler is only for --executor dask")
     if kind == "local":
-        if scheduler:
-            raise ParameterError("--scheduler is only for --executor dask")
         return LocalExecutor()
     if kind == "processes":
-        if scheduler:
-            raise ParameterError("--scheduler is only for --executor dask")
         return ProcessExecutor(workers)
     if kind == "dask":
         return DaskExecutor(scheduler, workers)
