@@ -382,13 +382,9 @@ def _summary(cls: type) -> str:
 
 
 def _default_text(p: Any) -> str:
-    return "required" if p.default is _required() else value_text(p.default) if p.default is not None else "auto"
-
-
-def _required() -> Any:
     from privsim.protocols.base import REQUIRED
 
-    return REQUIRED
+    return "required" if p.default is REQUIRED else value_text(p.default) if p.default is not None else "auto"
 
 
 def protocols_table(registry: Any) -> Table:
