@@ -93,8 +93,9 @@ ROWS = [
     # 3 * 10^7 batches per input: refused at once (the plan's batches are computed, not stored) ...
     (["audit", *AUDIT_RR, "1000000000000", "--max-memory", "1G"], "this run needs about 4.7 GiB of memory"),
     # ... and, where that memory is there, because it would run for six weeks
-    (["audit", *AUDIT_RR, "1000000000000"], "this run would take about 41.6 days (estimated), above --max-time "
-     "(1.0 days); lower n or trials, or raise --max-time"),
+    (["audit", *AUDIT_RR, "1000000000000", "--max-memory", "1T"],
+     "this run would take about 41.6 days (estimated), above --max-time (1.0 days); lower n or trials, or raise "
+     "--max-time"),
     ([*RR, "--max-time", "soon"], "max-time must be a duration like 90s, 30m, 24h or 7d (got 'soon')"),
     ([*RR, "--trials", "10000000", "--max-time", "1s"], "would take about 3 s (estimated), above --max-time (1 s)"),
     # a leading "ulimit -n N" runs the command under that limit of open files
