@@ -96,6 +96,13 @@ _WORKERS = typer.Option(None, "--workers", help="Worker processes for processes/
                         show_default="one per core")
 _MAX_MEMORY = typer.Option(None, "--max-memory", help="Memory the run may use, e.g. 512M or 6G; a run estimated "
                            "to need more is refused before it starts.", show_default="the memory available")
+#: ``--max-time`` by default. A run estimated to take longer is refused before it starts, not
+#: announced and left running: the time estimates came within 0.3-1.6x of the measured times
+#: (docs/tutorials/scale.md), so a run refused at a day would not have finished overnight, and
+#: one that is meant to run for a week says so (``--max-time 7d``).
+MAX_TIME = "24h"
+_MAX_TIME = typer.Option(MAX_TIME, "--max-time", help="Time the run may take, e.g. 30m, 24h or 7d; a run estimated "
+                         "to take longer is refused before it starts.")
 _PROGRESS = typer.Option(None, "--progress/--no-progress", help="Progress bars on stderr.",
                          show_default="on a terminal")
 
@@ -156,7 +163,7 @@ def _table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
 
 def run_spec(spec: RunSpec, progress: bool | None = None, executor: str | None = None, scheduler: str | None = None,
              workers: int | None = None, max_memory: str | None = None, backend: str = "trio",
-             transport: Any = "local") -> Any:
+             transport: Any = "local", max_time: str | None = None) -> Any:
     """Run a scenario in batches; returns the :class:`~privsim.simulate.RunSummary`.
 
     Checks the setting, the executor flags and the resources (:func:`privsim.cli_support.check_resources`)
@@ -170,7 +177,7 @@ def run_spec(spec: RunSpec, progress: bool | None = None, executor: str | None =
         spec.n, spec.trials,  # type: ignore[arg-type]
         lambda: plan_run(proto, make_inputs(proto, spec.inputs, spec.n, spec.seed), trials=spec.trials,  # type: ignore[arg-type]
                          seed=spec.seed, t=spec.t, record=False, split=True, backend=backend, transport=transport),
-        executor=executor, workers=workers, max_memory=max_memory, warn=_warn)
+        executor=executor, workers=workers, max_memory=max_memory, max_time=max_time, warn=_warn)
     with progress_bar(plan.trials, f"{proto.name}", unit="trials", batches=len(plan.batches),
                       enabled=progress) as advance:
         return run_plan(plan, executor=executor, scheduler=scheduler, workers=workers,
@@ -214,6 +221,7 @@ def run(
                                          "for a scheduled message before naming the silent party.",
                                          show_default="5"),
     max_memory: str | None = _MAX_MEMORY,
+    max_time: str = _MAX_TIME,
     progress: bool | None = _PROGRESS,
 ) -> None:
     """Run a protocol R times and report its cost (messages, bits, rounds) and accuracy.
@@ -230,7 +238,8 @@ def run(
         return
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
     res = run_spec(spec, progress=progress, executor=executor, scheduler=scheduler, workers=workers,
-                   max_memory=max_memory, backend=backend, transport=_transport(transport, timeout))
+                   max_memory=max_memory, backend=backend, transport=_transport(transport, timeout),
+                   max_time=max_time)
     summary = res.summary()
     if plot is not None:
         title = f"{summary['protocol']}, n={summary['n']}, R={summary['trials']}"
@@ -438,6 +447,7 @@ def audit_cmd(
     scheduler: str | None = _SCHEDULER,
     workers: int | None = _WORKERS,
     max_memory: str | None = _MAX_MEMORY,
+    max_time: str = _MAX_TIME,
     progress: bool | None = _PROGRESS,
 ) -> None:
     """Audit a coalition's view: a sound lower bound on epsilon, against the protocol's claim."""
@@ -466,7 +476,7 @@ def audit_cmd(
                                         confidence=float(confidence if confidence is not None
                                                          else extra.get("confidence", 0.95)),
                                         executor=executor, scheduler=scheduler, workers=workers,
-                                        max_memory=max_memory, selectors=chosen)
+                                        max_memory=max_memory, max_time=max_time, selectors=chosen)
     data = result.to_dict()
     if plot is not None:
         _audit_plot(str(plot), plan, result)
@@ -487,7 +497,7 @@ def _audit_rows(data: dict[str, Any]) -> list[tuple[str, Any]]:
 def _audit_with_progress(proto: Any, spec: RunSpec, coalition: Any, neighbor: Any, *, progress: bool | None,
                          max_memory: str | None = None, executor: str | None = None, scheduler: str | None = None,
                          workers: int | None = None, delta: float | None = None, confidence: float = 0.95,
-                         selectors: Any = None) -> tuple[Any, Any]:
+                         selectors: Any = None, max_time: str | None = None) -> tuple[Any, Any]:
     """The audit's plan (:func:`privsim.plan.plan_audit`, after the resource check), run with a
     progress bar over its batches (selection, then estimation, both inputs); returns the
     :class:`~privsim.analysis.audit.AuditResult` and the plan."""
@@ -500,7 +510,7 @@ def _audit_with_progress(proto: Any, spec: RunSpec, coalition: Any, neighbor: An
                           t=spec.t, delta=delta, selectors=selectors)
 
     plan = check_resources(spec.n, spec.trials, build, executor=executor, workers=workers,  # type: ignore[arg-type]
-                           max_memory=max_memory, warn=_warn,
+                           max_memory=max_memory, max_time=max_time, warn=_warn,
                            audit=audit_split(spec.trials, spec.n, selectors=selectors))  # type: ignore[arg-type]
     with progress_bar(plan.split.total_batches, f"audit {proto.name}", unit="batches", enabled=progress) as advance:
         return run_audit(plan, confidence=confidence, progress=lambda k: advance(1, k), executor=executor,
@@ -540,6 +550,7 @@ def bounds(
     inputs: str | None = _INPUTS,
     json_out: bool = _JSON,
     max_memory: str | None = _MAX_MEMORY,
+    max_time: str = _MAX_TIME,
     progress: bool | None = _PROGRESS,
 ) -> None:
     """Messages vs n(t+1)/4 and n(t+1)/2, popular and lonely parties, and lonely parties' neighbour coalitions."""
@@ -558,7 +569,7 @@ def bounds(
         data["isolating_coalition"], data["isolated_party"] = ",".join(map(str, found[0])), found[1]
     if audit_lonely:
         data["audit"] = _audit_lonely(proto, spec.with_overrides(trials=trials or 200_000), tt, target,
-                                      max_memory=max_memory, progress=progress)
+                                      max_memory=max_memory, max_time=max_time, progress=progress)
     if json_out:
         print_json(data)
         return
@@ -569,11 +580,11 @@ def bounds(
 
 
 def _audit_lonely(proto: Any, spec: RunSpec, t: int, target: tuple[Any, Any], max_memory: str | None,
-                  progress: bool | None) -> dict[str, Any]:
+                  max_time: str | None, progress: bool | None) -> dict[str, Any]:
     """Audit the first lonely party (with a non-empty neighbourhood) against its neighbours."""
     party, coalition = target
     return _audit_with_progress(proto, spec.with_overrides(t=t), coalition, party, progress=progress,
-                                max_memory=max_memory)[0].to_dict()
+                                max_memory=max_memory, max_time=max_time)[0].to_dict()
 
 
 @app.command()

@@ -121,7 +121,8 @@ def check_executor_flags(executor: str | None, scheduler: str | None, workers: i
 
 
 def check_resources(n: int, trials: int, build: Callable[[], T], *, executor: str | None, workers: int | None,
-                    max_memory: str | None, audit: Any = None, warn: Callable[[str], None] | None = None) -> T:
+                    max_memory: str | None, max_time: str | None = None, audit: Any = None,
+                    warn: Callable[[str], None] | None = None) -> T:
     """Build a run's plan with ``build()`` once its peak memory and time look affordable
     (:mod:`privsim.resources`); returns the plan.
 
@@ -129,13 +130,14 @@ def check_resources(n: int, trials: int, build: Callable[[], T], *, executor: st
     :func:`~privsim.plan.audit_split`) comes first, so a hopeless run is refused before its
     inputs and schedule are built; then the plan's own estimate. Refuses
     (:class:`~privsim.errors.ResourceError`) when an estimate exceeds the memory available
-    or ``max_memory``; calls ``warn`` with one line when it expects over a minute.
+    or ``max_memory``, or the duration ``max_time`` (``--max-time``; ``None``: no bound);
+    calls ``warn`` with one line when it expects over a minute.
 
     >>> from privsim.plan import plan_run
     >>> from privsim.protocols import RandomizedResponse
     >>> check_resources(100, 1000, lambda: plan_run(RandomizedResponse(), n=100, trials=1000, split=True),
-    ...                 executor=None, workers=None, max_memory="4G").batches
-    ((0, 1000),)
+    ...                 executor=None, workers=None, max_memory="4G").trials
+    1000
     >>> check_resources(10**9, 10, lambda: None, executor=None, workers=None, max_memory="4G")
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -144,12 +146,16 @@ def check_resources(n: int, trials: int, build: Callable[[], T], *, executor: st
     from privsim import resources
 
     limit = resources.parse_size(max_memory) if max_memory is not None else resources.available_memory()
+    seconds = resources.parse_duration(max_time) if max_time is not None else None
     w = resources.cpu_workers(executor, workers)
     given = max_memory is not None
-    resources.check_memory(resources.floor_estimate(n, trials, workers=w, audit=audit), limit, given=given)
+    floor = resources.floor_estimate(n, trials, workers=w, audit=audit)
+    resources.check_memory(floor, limit, given=given)
+    resources.check_time(floor, seconds)
     plan = build()
     est = resources.estimate(plan, workers=w)  # type: ignore[arg-type]
     resources.check_memory(est, limit, given=given)
+    resources.check_time(est, seconds)
     if est.seconds > 60 and warn is not None:
         warn(f"privsim: this will take about {resources.format_seconds(est.seconds)} (estimated; "
              f"{resources.format_bytes(est.memory)} peak, {est.batches} batches); Ctrl-C stops it")
@@ -376,13 +382,9 @@ def _summary(cls: type) -> str:
 
 
 def _default_text(p: Any) -> str:
-    return "required" if p.default is _required() else value_text(p.default) if p.default is not None else "auto"
-
-
-def _required() -> Any:
     from privsim.protocols.base import REQUIRED
 
-    return REQUIRED
+    return "required" if p.default is REQUIRED else value_text(p.default) if p.default is not None else "auto"
 
 
 def protocols_table(registry: Any) -> Table:

@@ -6,7 +6,10 @@ whatever ran them: a run's result is identical for one seed under every executor
 every batch split (batches are whole seeding blocks, see :mod:`privsim.parties.rng`).
 
 Tasks travel as cloudpickle blobs, so protocols defined in a script or a test (and
-closures such as audit scores) run in worker processes too. A task that raises is
+closures such as audit scores) run in worker processes too. A map pickles its function
+(which carries the plan) once, and every task carries those same bytes beside its own
+item; a worker unpickles the function once per map, not once per task (as in this
+process, the map's tasks on one worker then share one function object). A task that raises is
 reported, with its error's class and message. A task whose worker dies is run again
 (processes: once, on a rebuilt pool; Dask: on another worker, and when a result is late,
 a LocalCluster's lost workers are started again and, if nothing runs, the pending tasks
@@ -24,6 +27,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import uuid
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, ProcessPoolExecutor
@@ -42,10 +46,30 @@ __all__ = ["EXECUTORS", "DaskExecutor", "Executor", "LocalExecutor", "ProcessExe
 EXECUTORS = ("local", "processes", "dask")
 
 
-def _run_task(blob: bytes) -> tuple[Any, ...]:
+#: A task: its map's token, the map's pickled function (the same bytes object in every task
+#: of the map) and the task's own pickled item.
+Task = tuple[bytes, bytes, bytes]
+
+
+def _tasks(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Task]:
+    blob, token = cloudpickle.dumps(fn), uuid.uuid4().bytes
+    return [(token, blob, cloudpickle.dumps(item)) for item in items]
+
+
+#: The function of the map a worker ran last, by its map's token: unpickled once per worker
+#: and map (a task run again, on a rebuilt pool or another Dask worker, carries the same token).
+_LOADED: dict[bytes, Any] = {}
+
+
+def _run_task(task: Task) -> tuple[Any, ...]:
     # Runs in the worker. Errors come back as plain data: a privsim error keeps its class
     # and message (and a party failure its party and round); tracebacks stay in the worker.
-    fn, item = cloudpickle.loads(blob)
+    key, fn_blob, item_blob = task
+    fn = _LOADED.get(key)
+    if fn is None:
+        _LOADED.clear()
+        fn = _LOADED[key] = cloudpickle.loads(fn_blob)
+    item = cloudpickle.loads(item_blob)
     try:
         return ("ok", fn(item))
     except PrivsimError as exc:
@@ -54,7 +78,7 @@ def _run_task(blob: bytes) -> tuple[Any, ...]:
         return ("error", f"{type(exc).__name__}: {exc}")
 
 
-def _run_blob(blob: bytes) -> bytes:
+def _run_blob(task: Task) -> bytes:
     # The same, its result pickled by cloudpickle (a process pool pickles with plain pickle,
     # which refuses classes defined in a script). Dask serializes _run_task's results
     # itself: arrays go out of band, without the copies a blob costs.
@@ -62,7 +86,7 @@ def _run_blob(blob: bytes) -> bytes:
         raise Interrupted(signal.SIGTERM)
     _WORKER_STATE["in_task"] = True
     try:
-        return cloudpickle.dumps(_run_task(blob))
+        return cloudpickle.dumps(_run_task(task))
     finally:
         _WORKER_STATE["in_task"] = False
 
@@ -271,14 +295,14 @@ class ProcessExecutor(Executor):
         self._ended = True
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
-        blobs = [cloudpickle.dumps((fn, item)) for item in items]
+        blobs = _tasks(fn, items)
         if self._ended:  # its workers were stopped: a fresh pool
             self.close()
         pool = self._get_pool()
         futures = [pool.submit(_run_blob, b) for b in blobs]
         return _Submitted(self._results(blobs, futures, pool), lambda: [f.cancel() for f in futures if f is not None])
 
-    def _results(self, blobs: list[bytes | None], futures: list[Any], pool: ProcessPoolExecutor) -> Iterator[Any]:
+    def _results(self, blobs: list[Task | None], futures: list[Any], pool: ProcessPoolExecutor) -> Iterator[Any]:
         for index, fut in enumerate(futures):
             try:
                 blob = fut.result()
@@ -376,14 +400,14 @@ class DaskExecutor(Executor):
     stall_seconds = 10.0
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
-        blobs: list[bytes | None] = [cloudpickle.dumps((fn, item)) for item in items]
+        blobs: list[Task | None] = list(_tasks(fn, items))
         futures = [self._submit(b) for b in blobs]
         return _Submitted(self._results(blobs, futures), lambda: self._cancel(futures))
 
-    def _submit(self, blob: bytes | None) -> Any:
+    def _submit(self, blob: Task | None) -> Any:
         return self._client.submit(_run_task, blob, retries=self.retries, pure=False)
 
-    def _results(self, blobs: list[bytes | None], futures: list[Any]) -> Iterator[Any]:
+    def _results(self, blobs: list[Task | None], futures: list[Any]) -> Iterator[Any]:
         for index in range(len(futures)):
             try:
                 result = self._wait(blobs, futures, index)
@@ -398,7 +422,7 @@ class DaskExecutor(Executor):
                 self._cancel(futures)
                 raise
 
-    def _wait(self, blobs: list[bytes | None], futures: list[Any], index: int) -> Any:
+    def _wait(self, blobs: list[Task | None], futures: list[Any], index: int) -> Any:
         # When a result is late, a LocalCluster that lost workers for good gets them back
         # (see _restore_workers); and if no worker processes anything, the unfinished tasks
         # of the map are submitted again (the same blobs, so the same results): a task can
@@ -460,13 +484,11 @@ def get_executor(kind: str | Executor | None = "local", *, scheduler: str | None
     if isinstance(kind, Executor):
         return kind
     kind = kind or "local"
+    if scheduler and kind in ("local", "processes"):
+        raise ParameterError("--scheduler is only for --executor dask")
     if kind == "local":
-        if scheduler:
-            raise ParameterError("--scheduler is only for --executor dask")
         return LocalExecutor()
     if kind == "processes":
-        if scheduler:
-            raise ParameterError("--scheduler is only for --executor dask")
         return ProcessExecutor(workers)
     if kind == "dask":
         return DaskExecutor(scheduler, workers)

@@ -13,7 +13,7 @@ coalitions, seeds or the split exists anywhere else (docs/architecture.md,
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from privsim.transport import Transport, resolve_transport
 
 __all__ = ["AUDIT_BATCH_TRIALS", "BATCH_PARTY_TRIALS", "DEFAULT_AUDIT_TRIALS", "DEFAULT_SELECT_FRACTION",
            "MAX_SELECT_TRIALS", "MAX_SELECT_TRIALS_COMPETING", "MIN_ESTIMATE_TRIALS", "AuditPlan", "AuditSplit",
-           "RunPlan", "audit_claims", "audit_split", "batch_plan", "check_run_args", "derived_seed",
+           "Batches", "RunPlan", "audit_claims", "audit_split", "batch_plan", "check_run_args", "derived_seed",
            "min_audit_trials", "neighbouring_inputs", "plan_audit", "plan_audit_batches", "plan_run", "plan_split",
            "prepare_inputs", "resolve_seed", "split_batches"]
 
@@ -110,18 +110,74 @@ def derived_seed(seed: int, which: int) -> int:
     return int(words[0]) << 64 | int(words[1])
 
 
-def batch_plan(trials: int, n: int, batch_trials: int | None = None) -> list[Batch]:
-    """Split ``trials`` into batches of whole seeding blocks: ``(block_offset, trials)`` pairs.
+@dataclass(frozen=True, eq=False)
+class Batches(Sequence[Batch]):
+    """A run's batches, computed rather than stored: a sequence of ``(first seeding block,
+    trials)`` pairs.
+
+    Batch ``i`` starts at block ``first + i * size / TRIAL_BLOCK`` and holds ``size`` trials,
+    the last one what is left. Three integers stand for any number of batches, so that
+    building, estimating and pickling a plan cost the same at 10^12 trials (3 * 10^7
+    batches) as at 10^4; a batch's pair is computed when it is asked for. Equal to any
+    sequence of the same pairs.
+
+    >>> b = Batches(first=4, size=2048, trials=5000)
+    >>> len(b), b[1], b[-1], list(b[1:]) == [(6, 2048), (8, 904)], b[:2].trials
+    (3, (6, 2048), (8, 904), True, 4096)
+    >>> b == [(4, 2048), (6, 2048), (8, 904)]
+    True
+    """
+
+    first: int
+    #: Trials per full batch: whole seeding blocks whenever there is more than one batch.
+    size: int
+    #: Trials over all the batches.
+    trials: int
+
+    def __len__(self) -> int:
+        return -(-self.trials // self.size)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            picked = range(len(self))[index]
+            if picked.step != 1:
+                return tuple(self[i] for i in picked)
+            start, stop = picked.start, max(picked.start, picked.stop)
+            return Batches(self.first + start * self.size // TRIAL_BLOCK, self.size,
+                           min(self.trials, stop * self.size) - min(self.trials, start * self.size))
+        i = range(len(self))[index]  # (an IndexError names the index, as a tuple's would)
+        return self.first + i * self.size // TRIAL_BLOCK, min(self.size, self.trials - i * self.size)
+
+    def __iter__(self) -> Iterator[Batch]:
+        return (self[i] for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Batches):  # the first pair fixes the size: the last one the rest
+            return len(self) == len(other) and (not self or (self[0], self[-1]) == (other[0], other[-1]))
+        if isinstance(other, (tuple, list)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((len(self), self[0], self[-1]) if self else ())
+
+
+def _batch_size(n: int, batch_trials: int | None) -> int:
+    if batch_trials is None:
+        batch_trials = max(TRIAL_BLOCK, BATCH_PARTY_TRIALS // max(n, 1))
+    return max(1, batch_trials // TRIAL_BLOCK) * TRIAL_BLOCK
+
+
+def batch_plan(trials: int, n: int, batch_trials: int | None = None) -> Batches:
+    """Split ``trials`` into batches of whole seeding blocks: ``(block_offset, trials)`` pairs
+    (a :class:`Batches`, computed as it is read).
 
     The result of a split run is identical to the unsplit run for the same seed.
 
-    >>> batch_plan(3000, 10, batch_trials=2048)
+    >>> list(batch_plan(3000, 10, batch_trials=2048))
     [(0, 2048), (2, 952)]
     """
-    if batch_trials is None:
-        batch_trials = max(TRIAL_BLOCK, BATCH_PARTY_TRIALS // max(n, 1))
-    size = max(1, batch_trials // TRIAL_BLOCK) * TRIAL_BLOCK
-    return [(start // TRIAL_BLOCK, min(size, trials - start)) for start in range(0, trials, size)]
+    return Batches(0, _batch_size(n, batch_trials), int(trials))
 
 
 # ------------------------------------------------------------------ a run
@@ -145,13 +201,13 @@ class RunPlan:
         What the transcript keeps: ``None`` (nothing), ``"all"``, or the frozenset of one
         coalition's members.
     batches:
-        ``(first seeding block, trials)`` pairs, in order.
+        ``(first seeding block, trials)`` pairs, in order (a :class:`Batches`: computed, not stored).
     backend, transport:
         The in-process event loop, and the :class:`~privsim.transport.Transport` that runs a batch.
 
     >>> from privsim.protocols import RandomizedResponse
     >>> plan = plan_run(RandomizedResponse(), [0, 1, 1], trials=3000, seed=2, batch_trials=1024, split=True)
-    >>> plan.n, plan.t, plan.batches
+    >>> plan.n, plan.t, tuple(plan.batches)
     (3, 2, ((0, 1024), (1, 1024), (2, 952)))
     """
 
@@ -164,7 +220,7 @@ class RunPlan:
     entropy: int
     schedule: Schedule = field(repr=False)
     recorded: Any
-    batches: tuple[Batch, ...]
+    batches: Batches
     backend: str = "trio"
     transport: Transport = field(default_factory=lambda: resolve_transport("local"))
     #: Called with each round completed (progress; in process only); not part of what runs.
@@ -178,19 +234,19 @@ class RunPlan:
     @property
     def block_offset(self) -> int:
         """The first seeding block of the run."""
-        return self.batches[0][0]
+        return self.batches.first
 
     def batch(self, index: int) -> RunPlan:
         """The plan of batch ``index`` alone (same seed, its own seeding blocks).
 
         >>> from privsim.protocols import RandomizedResponse
         >>> plan_run(RandomizedResponse(), [0, 1], trials=3000, seed=1, batch_trials=1024, split=True).batch(2).batches
-        ((2, 952),)
+        Batches(first=2, size=952, trials=952)
         """
         offset, size = self.batches[index]
         if len(self.batches) == 1:
             return self
-        return dataclasses.replace(self, trials=size, batches=((offset, size),))
+        return dataclasses.replace(self, trials=size, batches=Batches(offset, size, size))
 
 
 def _schedule(protocol: Protocol, n: int, t: int) -> Schedule:
@@ -236,11 +292,7 @@ def plan_run(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: i
     if backend != "trio" and runner.name != "local":
         raise ParameterError(f"backend: {backend!r} applies only with transport 'local' (the parties of a "
                              f"{runner.name} run each run trio in their own process)")
-    if split:
-        batches = tuple(batch_plan(trials, n, batch_trials))
-        batches = tuple((block_offset + b, size) for b, size in batches)
-    else:
-        batches = ((block_offset, trials),)
+    batches = Batches(block_offset, _batch_size(n, batch_trials) if split else trials, trials)
     return RunPlan(protocol=protocol, inputs=x[0] if shared else x, shared=shared, n=n, t=t, trials=trials,
                    entropy=entropy, schedule=schedule, recorded=recorded, batches=batches, backend=backend,
                    transport=runner, on_round=on_round)
@@ -291,7 +343,7 @@ def plan_split(n_batches: int, select_fraction: float = DEFAULT_SELECT_FRACTION)
     return n_select, n_batches - n_select
 
 
-def plan_audit_batches(trials: int, n: int, batch_trials: int | None = None) -> list[Batch]:
+def plan_audit_batches(trials: int, n: int, batch_trials: int | None = None) -> Batches:
     """The batches (per input) of an audit: ``(block_offset, trials)`` pairs.
 
     By default a batch holds up to :data:`AUDIT_BATCH_TRIALS` trials and there are at
@@ -335,7 +387,7 @@ def _estimation_trials(trials: int, n: int, batch_trials: int | None, select_fra
         n_select, _ = split_batches(plan, select_fraction)
     except ParameterError:
         return 0
-    return sum(size for _, size in plan[n_select:])
+    return plan[n_select:].trials
 
 
 def min_audit_trials(n: int, batch_trials: int | None = None,
@@ -365,7 +417,7 @@ class AuditSplit:
     (8, 262144, 246)
     """
 
-    batches: tuple[Batch, ...]
+    batches: Batches
     n_select: int
     n_estimate: int
 
@@ -377,7 +429,7 @@ class AuditSplit:
     @property
     def select_trials(self) -> int:
         """Trials per input that choose the event (the selection sample held in memory)."""
-        return sum(size for _, size in self.batches[:self.n_select])
+        return self.batches[:self.n_select].trials
 
     @property
     def total_batches(self) -> int:
@@ -399,13 +451,13 @@ def audit_split(trials: int, n: int, batch_trials: int | None = None,
     batches = plan_audit_batches(trials, n, batch_trials)
     cap = MAX_SELECT_TRIALS if selectors is not None and tuple(selectors) == ("view",) else MAX_SELECT_TRIALS_COMPETING
     n_select, n_estimate = split_batches(batches, select_fraction, cap)
-    left = sum(size for _, size in batches[n_select:])
+    left = batches[n_select:].trials
     if left < MIN_ESTIMATE_TRIALS:
         least = min_audit_trials(n, batch_trials, select_fraction)
         raise ParameterError(f"trials must be >= {least} for this audit (got {trials}): the event is chosen on "
                              f"{trials - left} of them, and at least {MIN_ESTIMATE_TRIALS} per input must remain "
                              f"to estimate it (here {left})")
-    return AuditSplit(tuple(batches), n_select, n_estimate)
+    return AuditSplit(batches, n_select, n_estimate)
 
 
 def audit_claims(protocol: Protocol, members: Sequence[int | str], n: int, t: int

@@ -1,16 +1,16 @@
 """Peak memory and time of a run or an audit, estimated before it starts.
 
 The CLI refuses a run whose estimated peak memory exceeds the memory available (or
-``--max-memory``), and says on stderr when it expects a run to take over a minute. The
-model reads the run's plan (:mod:`privsim.plan`: its batches, and an audit's selection
-sample) and counts what a batch holds: every party's trio
-task, context and random stream, the values of the busiest round's messages (one per
-trial each), the schedule itself, every trial's estimate, which a run keeps, and what it keeps
-per batch (the plan's batch pairs, an audit's estimation picks, and with workers every task's
-pickled plan: at 10^12 audit trials these are gigabytes). Time is
-per party-round (the task switches of the engine), per message and per message-trial
-value. The constants were fitted on the runs of ``bench/calibrate_resources.py`` on the
-2-core reference machine; the README says how close the estimates came.
+``--max-memory``), or whose estimated time exceeds ``--max-time`` (a day by default), and
+says on stderr when it expects a run to take over a minute. The model reads the run's plan
+(:mod:`privsim.plan`: its batches, and an audit's selection sample) and counts what a batch
+holds: every party's trio task, context and random stream, the values of the busiest round's
+messages (one per trial each), the schedule itself, every trial's estimate, which a run
+keeps, and what it keeps per batch (an audit's estimation picks, and with workers every
+submitted task: at 10^12 audit trials these are gigabytes; the plan's batches are computed,
+not stored). Time is per party-round (the task switches of the engine), per message and per
+message-trial value. The constants were fitted on the runs of ``bench/calibrate_resources.py``
+on the 2-core reference machine; the README says how close the estimates came.
 
 Before the schedule is built (which for n = 10^9 would itself take minutes and gigabytes)
 :func:`floor_estimate` bounds memory from n and trials alone, so that a hopeless run is
@@ -28,8 +28,9 @@ from typing import Any
 from privsim.errors import ResourceError
 from privsim.plan import AuditPlan, AuditSplit, RunPlan, batch_plan, plan_run
 
-__all__ = ["Estimate", "available_memory", "check_memory", "cpu_workers", "estimate", "estimate_run",
-           "floor_estimate", "format_bytes", "format_seconds", "parse_size"]
+__all__ = ["Estimate", "available_memory", "check_memory", "check_time", "cpu_workers",
+           "estimate", "estimate_run", "floor_estimate", "format_bytes", "format_seconds", "parse_duration",
+           "parse_size"]
 
 #: An interpreter with numpy, trio, scipy and privsim imported (RSS).
 BASE_BYTES = 110 << 20
@@ -61,15 +62,13 @@ AUDIT_START_SECONDS = 0.5
 AUDIT_VIEW_COPIES = 2
 #: An audit records views and builds arrays from them: slower per value than a run.
 AUDIT_VALUE_FACTOR = 5.0
-#: Per batch of the plan, kept for the whole run: its (block, trials) pair in the plan's tuple
-#: (measured: 99 bytes at 10^10 audit trials). At 10^12 trials an audit has 3 * 10^7 batches.
-BATCH_BYTES = 100
 #: Per batch an audit estimates on, per input: its (input, index) pick in the estimation map's list
-#: (measured: 81 bytes).
+#: (measured: 81 bytes). At 10^12 trials an audit has 3 * 10^7 batches per input.
 PICK_BYTES = 80
-#: Executors with workers pickle every item of a map at once, and each item carries the plan:
-#: bytes per batch of the plan in each item's blob (measured: 10), so sims x batches in all.
-BLOB_BATCH_BYTES = 10
+#: Executors with workers submit every item of a map at once: per item, its task (the map's
+#: function is pickled once and shared) and the pool's future and work item (measured: 2156 bytes
+#: per pick of an audit's estimation map on a process pool).
+TASK_BYTES = 2200
 
 
 @dataclass(frozen=True)
@@ -135,6 +134,26 @@ def parse_size(text: str) -> int:
     if not math.isfinite(value) or value <= 0:
         raise ResourceError(f"max-memory must be a size > 0 like 512M, 6G or 1T (got {text!r})")
     return int(value * scale)
+
+
+def parse_duration(text: str) -> float:
+    """A duration such as ``90s``, ``30m``, ``24h``, ``7d`` or ``600`` (seconds), in seconds.
+
+    >>> parse_duration("24h"), parse_duration("90s"), parse_duration("1.5d")
+    (86400.0, 90.0, 129600.0)
+    >>> parse_duration("soon")
+    Traceback (most recent call last):
+    privsim.errors.ResourceError: max-time must be a duration like 90s, 30m, 24h or 7d (got 'soon')
+    """
+    raw = str(text).strip().lower()
+    scale = {"s": 1, "m": 60, "h": 3600, "d": 86400}.get(raw[-1:], 1)
+    try:
+        value = float(raw[:-1] if raw[-1:] in "smhd" else raw)
+    except ValueError:
+        raise ResourceError(f"max-time must be a duration like 90s, 30m, 24h or 7d (got {text!r})") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ResourceError(f"max-time must be a duration > 0 like 90s, 30m, 24h or 7d (got {text!r})")
+    return value * scale
 
 
 def _cgroup_room() -> int | None:
@@ -237,11 +256,9 @@ def _estimate(ids: int, size: int, batches: int, trials: int, *, rounds: int, sc
         memory += AUDIT_BASE_BYTES + AUDIT_VIEW_COPIES * 2 * (audit.select_trials + size) * features * 8
     else:
         memory += trials * TRIAL_BYTES
-    # What grows with the number of batches, not their size: the plan's batches, an audit's
-    # picks, and with workers every item's blob (each holds the plan: quadratic in batches).
-    memory += batches * BATCH_BYTES + (sims * PICK_BYTES if audit is not None else 0)
-    if workers > 1:
-        memory += sims * batches * BLOB_BATCH_BYTES
+    # What grows with the number of batches, not their size (the plan's are computed, not
+    # stored): an audit's picks, and with workers every submitted task.
+    memory += (sims * PICK_BYTES if audit is not None else 0) + (sims * TASK_BYTES if workers > 1 else 0)
     # Worker processes each hold an interpreter and one batch; the local executor one batch.
     memory += batch if workers == 1 else workers * (BASE_BYTES + batch)
     value_seconds = VALUE_SECONDS * (AUDIT_VALUE_FACTOR if audit is not None else 1.0)
@@ -265,6 +282,21 @@ def check_memory(estimate: Estimate, limit: int | None, *, given: bool = False) 
     where = "--max-memory" if given else "available"
     raise ResourceError(f"n, trials: this run needs about {format_bytes(estimate.memory)} of memory (estimated), "
                         f"above the {format_bytes(limit)} {where}; lower n or trials, or set --max-memory")
+
+
+def check_time(estimate: Estimate, limit: float | None) -> None:
+    """Refuse (:class:`~privsim.errors.ResourceError`) a run estimated to take longer than
+    ``limit`` seconds (``--max-time``): a run that cannot reasonably finish is refused before
+    it starts, not announced and left to run.
+
+    >>> check_time(Estimate(1 << 20, 3.6e6, 7), 86400.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    privsim.errors.ResourceError: n, trials: this run would take about 41.7 days (estimated), above --max-time ...
+    """
+    if limit is None or estimate.seconds <= limit:
+        return
+    raise ResourceError(f"n, trials: this run would take about {format_seconds(estimate.seconds)} (estimated), "
+                        f"above --max-time ({format_seconds(limit)}); lower n or trials, or raise --max-time")
 
 
 def cpu_workers(executor: str | None, workers: int | None) -> int:

@@ -92,6 +92,24 @@ def test_audit_identical_across_executors(dask_executor, pool, reference):
     assert audit(RandomizedResponse(epsilon=1.0), X, executor=dask_executor, **AUDIT).to_dict() == reference
 
 
+@pytest.mark.parametrize("which", ["pool", "dask_executor"])
+def test_a_map_pickles_its_function_once_and_a_worker_loads_it_once(which, request):
+    ex = request.getfixturevalue(which)
+    calls: list[int] = []
+
+    def count(_):  # a closure: pickled by value, so each unpickling gives a fresh list
+        calls.append(1)
+        return os.getpid(), len(calls)
+
+    out = list(ex.map(count, range(12)))
+    per_worker: dict[int, list[int]] = {}
+    for pid, seen in out:
+        per_worker.setdefault(pid, []).append(seen)
+    # one function object per worker and map: its calls count up (one unpickling per task: all 1)
+    assert all(sorted(s) == list(range(1, len(s) + 1)) for s in per_worker.values()), per_worker
+    assert [s for _, s in ex.map(count, range(2))][0] == 1  # a new map, a fresh function
+
+
 class _FirstTaskStuck(DaskExecutor):
     """Submits its first task for a worker that does not exist: it stays pending with
     nothing running, as a task lost with a dead worker can (dask/distributed#6263)."""

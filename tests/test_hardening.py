@@ -275,6 +275,75 @@ def test_sigint_stops_the_tcp_api_while_parties_start(tmp_path):
         os.kill(own, signal.SIGKILL)
 
 
+_API_SCRIPT = """
+import subprocess, sys
+import numpy as np
+import privsim
+from privsim.protocols import RandomizedResponse, get_protocol
+from privsim.simulate import run_trials
+
+
+def started(done):
+    if done == 1:
+        print("started", flush=True)  # the run's own signal: its first batch is done
+
+
+if __name__ == "__main__":  # (Dask's workers are spawned: they import this file)
+    own = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    print(own.pid, flush=True)
+    call = sys.argv[1]
+    if call == "run-dask":
+        run_trials(RandomizedResponse(), n=2000, trials=400_000, seed=0, executor="dask", workers=2,
+                           progress=started)
+    elif call == "audit-dask":
+        privsim.audit(get_protocol("secure-sum"), n=16, t=3, coalition="0,1,2,3", neighbor=7, trials=4_000_000,
+                      seed=0, executor="dask", workers=2, progress=started)
+    elif call == "run-tcp":
+        run_trials(RandomizedResponse(), np.zeros(8, dtype=int), trials=20_000_000, seed=0, transport="tcp",
+                           progress=started)
+"""
+
+
+def _same_command(args: list[str]) -> set[int]:
+    want = "\0".join(map(str, args)) + "\0"
+    found = set()
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if (entry / "cmdline").read_text() == want:
+                found.add(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("call", ["run-dask", "audit-dask", "run-tcp"])
+def test_sigint_to_a_script_is_keyboard_interrupt_and_ends_only_our_processes(tmp_path, call):
+    # Issue 25, through the Python API: Ctrl-C reaches the caller as KeyboardInterrupt, the
+    # executor's workers (or the TCP run's parties) are ended, and the script's own child
+    # process keeps running. (An audit has no transport: over TCP only a run.)
+    script = tmp_path / "drive.py"
+    script.write_text(_API_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script), call], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "TMPDIR": str(tmp_path), "PYTHONWARNINGS": "ignore"})
+    own = int(proc.stdout.readline())  # type: ignore[union-attr]
+    try:
+        assert proc.stdout.readline() == "started\n", proc.stderr.read()  # type: ignore[union-attr]
+        while not (ours := _descendants(proc.pid) - {own}):  # over TCP, the next batch's parties
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.01)  # a poll interval, not a synchronization
+        proc.send_signal(signal.SIGINT)
+        code, err = proc.wait(timeout=120), proc.stderr.read()  # type: ignore[union-attr]
+        assert code == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), err
+        assert not _left_running(ours), "worker or party processes left behind"
+        # and no party forked later (a fork keeps the script's command line) outlived the script
+        assert not _left_running({p for p in _same_command(proc.args) if p != own}), "party processes left behind"
+        assert _alive(own), "the script's own child process was ended"
+    finally:
+        os.kill(own, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _child_cpu(args: list[str]) -> tuple[subprocess.CompletedProcess, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120)

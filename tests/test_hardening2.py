@@ -65,6 +65,7 @@ def files(tmp_path):
 
 
 RR = ["run", "--protocol", "randomized-response", "--n", "4", "--trials", "10"]
+AUDIT_RR = ["--protocol", "randomized-response", "--n", "4", "--coalition", "C", "--neighbor", "1", "--trials"]
 # One row per case of the issue: the command ({tmp}: a folder with the files above) and what
 # the one line must say.
 ROWS = [
@@ -86,10 +87,17 @@ ROWS = [
       "--param", "epsilon=3"], "rho, epsilon: give one (rho = 0.5 calibrates the noise, so epsilon = 3.0"),
     (["run", "--protocol", "central-gaussian", "--n", "4", "--param", "rho=0.5", "--param", "epsilon=3"],
      "set rho = 0 to calibrate to (epsilon, delta)"),
-    # 3 * 10^6 batches per input: their pairs and picks (about 0.7 GiB) were left out of the estimate (199.5 MiB)
-    (["audit", "--protocol", "randomized-response", "--n", "4", "--coalition", "C", "--neighbor", "1", "--trials",
-      "100000000000", "--max-memory", "512M"],
-     "this run needs about 918.2 MiB of memory (estimated), above the 512.0 MiB"),
+    # 3 * 10^6 batches per input: the estimation's picks (about 0.45 GiB) were left out of the estimate (199.5 MiB)
+    (["audit", *AUDIT_RR, "100000000000", "--max-memory", "512M"],
+     "this run needs about 627.2 MiB of memory (estimated), above the 512.0 MiB"),
+    # 3 * 10^7 batches per input: refused at once (the plan's batches are computed, not stored) ...
+    (["audit", *AUDIT_RR, "1000000000000", "--max-memory", "1G"], "this run needs about 4.7 GiB of memory"),
+    # ... and, where that memory is there, because it would run for six weeks
+    (["audit", *AUDIT_RR, "1000000000000", "--max-memory", "1T"],
+     "this run would take about 41.6 days (estimated), above --max-time (1.0 days); lower n or trials, or raise "
+     "--max-time"),
+    ([*RR, "--max-time", "soon"], "max-time must be a duration like 90s, 30m, 24h or 7d (got 'soon')"),
+    ([*RR, "--trials", "10000000", "--max-time", "1s"], "would take about 3 s (estimated), above --max-time (1 s)"),
     # a leading "ulimit -n N" runs the command under that limit of open files
     (["ulimit", "-n", "256", "run", "--protocol", "secure-sum", "--n", "400", "--transport", "tcp", "--trials", "2"],
      "ulimit -n: a TCP run of 400 parties needs about 4"),
@@ -264,3 +272,12 @@ def test_a_signal_to_a_waiting_party_is_one_line(tmp_path, sig, exit_code):
             proc.kill()
             proc.wait()
     assert (proc.returncode, out, err.splitlines()) == (exit_code, "", ["interrupted"])
+
+
+def test_a_dask_run_leaves_nothing_in_tmpdir(tmp_path):
+    # Dask's workers would leave dask-scratch-space in TMPDIR: theirs is a folder of ours, removed
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONWARNINGS": "ignore"}
+    p = subprocess.run([sys.executable, "-m", "privsim", *RR, "--executor", "dask", "--workers", "1", "--json"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0 and json.loads(p.stdout)["executor"] == "dask", p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == []

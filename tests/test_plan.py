@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import privsim
 from privsim import cli, resources
@@ -75,3 +77,39 @@ def test_the_transcript_has_a_public_accessor():
     res = privsim.simulate(RandomizedResponse(), [0, 1], trials=3, seed=1)
     assert len(res.transcript) == 1 and set(res.transcript[0]) == {"C"}
     assert privsim.simulate(RandomizedResponse(), [0, 1], trials=3, seed=1, record=False).transcript is None
+
+
+def _stored_batches(trials: int, n: int, batch_trials: int | None) -> list[tuple[int, int]]:
+    # The batch pairs as plan.py stored them before they were computed (issue 27).
+    from privsim.parties.rng import TRIAL_BLOCK
+    from privsim.plan import BATCH_PARTY_TRIALS
+
+    if batch_trials is None:
+        batch_trials = max(TRIAL_BLOCK, BATCH_PARTY_TRIALS // max(n, 1))
+    size = max(1, batch_trials // TRIAL_BLOCK) * TRIAL_BLOCK
+    return [(start // TRIAL_BLOCK, min(size, trials - start)) for start in range(0, trials, size)]
+
+
+@given(st.integers(1, 200_000), st.integers(1, 10**5), st.one_of(st.none(), st.integers(1, 50_000)),
+       st.integers(-5, 300), st.integers(-5, 300))
+def test_computed_batches_are_the_stored_ones(trials, n, batch_trials, lo, hi):
+    from privsim.plan import batch_plan
+
+    batches, stored = batch_plan(trials, n, batch_trials), _stored_batches(trials, n, batch_trials)
+    assert len(batches) == len(stored) and list(batches) == stored and batches == stored
+    assert list(batches[lo:hi]) == stored[lo:hi] and batches[lo:hi].trials == sum(s for _, s in stored[lo:hi])
+    assert batches[-1] == stored[-1] and batches[len(stored) // 2] == stored[len(stored) // 2]
+    with pytest.raises(IndexError):
+        batches[len(stored)]
+
+
+def test_a_plan_is_the_same_size_at_any_number_of_batches():
+    import pickle
+
+    def plan(trials):
+        return plan_audit(RandomizedResponse(), n=4, coalition="C", neighbor=1, trials=trials, seed=1)
+
+    small, huge = plan(10**6), plan(10**12)  # 31 and 3 * 10^7 batches per input
+    assert len(huge.split.batches) == 30_517_579 and huge.split.batches[-1] == (976_562_496, 4096)
+    assert len(pickle.dumps(huge)) - len(pickle.dumps(small)) < 16  # a few integers' digits
+    assert huge.split.select_trials == MAX_SELECT_TRIALS_COMPETING

@@ -164,10 +164,6 @@ PROTOCOLS: dict[str, HeadlineProtocol] = {
 }
 
 
-def _rmse(err: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(np.square(err))))
-
-
 #: The protocols a study runs by default: every SUM protocol once.
 DEFAULT_PROTOCOLS: tuple[str, ...] = tuple(k for k in PROTOCOLS if k != "secure_sum_skellam")
 
@@ -265,7 +261,7 @@ def headline_study(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trials: 
             sub_seed = int(stream.generate_state(1)[0])
             res = simulate(proto, x, trials=r, seed=sub_seed, t=tn, record=False)
             entry = out[key]
-            entry["rmse"].append(_rmse(res.error))
+            entry["rmse"].append(float(np.sqrt(np.mean(np.square(res.error)))))
             entry["rmse_theory"].append(spec.sd(proto, n, tn))
             entry["messages"].append(int(res.messages))
             entry["messages_per_party"].append(res.messages / n)

@@ -71,7 +71,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -415,10 +414,6 @@ class SecAgg(DistributedNoiseSum):
 
     def publishes(self, n: int, t: int) -> tuple[int | str, ...]:
         return (CURATOR,)
-
-    @cached_property
-    def _fixed_dropped(self) -> dict[int, int]:
-        return parse_dropout(self.dropout, 1 << 30, self.stages)[1]
 
     def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
         """The claim for the honest survivors' noise, or ``None`` when the coalition isolates a client

@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -182,7 +184,9 @@ class TcpTransport(Transport):
                         "--result", str(tmp / f"{pid}.report"), "--start-fds", f"{ready_w},{go_r}"]
                 log_path = tmp / f"{pid}.log"
                 if self.start == "fork":
-                    procs[pid] = _Forked(argv, log_path, [s for p, s in socks.items() if p != pid], (ready_r, go_w))
+                    with _signals_held() as mask:
+                        procs[pid] = _Forked(argv, log_path, [s for p, s in socks.items() if p != pid],
+                                             (ready_r, go_w), mask)
                 else:
                     procs[pid] = _spawn(self.python, argv, (fd, ready_w, go_r), log_path)
             for sock in socks.values():
@@ -290,12 +294,28 @@ def _spawn(python: str, argv: list[str], fds: tuple[int, ...], log_path: Path) -
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env)
 
 
+_HELD = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextmanager
+def _signals_held() -> Iterator[set[signal.Signals]]:
+    # SIGINT and SIGTERM held while a party is forked and put in the launcher's list: one that
+    # lands inside os.fork() is raised in its at-fork hooks (logging's _releaseLock), where
+    # Python only reports it and a script's run went on; held, it is raised once the party is
+    # listed, which the launcher then kills. Yields the mask the child restores.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield mask
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 class _Forked:
     """A party process forked from this one (no interpreter start-up, modules already
     imported), with the part of the :class:`subprocess.Popen` interface the launcher uses."""
 
     def __init__(self, argv: list[str], log_path: Path, others: list[socket.socket],
-                 parent_fds: tuple[int, ...]) -> None:
+                 parent_fds: tuple[int, ...], mask: set[signal.Signals]) -> None:
         from privsim.transport.party import main
 
         sys.stdout.flush()
@@ -310,6 +330,7 @@ class _Forked:
             # (not the caller's handlers: the launcher ends its parties itself)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # (held while it was forked)
             for sock in others:
                 sock.close()
             for fd in parent_fds:  # the launcher's ends of the start barrier
