@@ -387,12 +387,16 @@ def _sums(x: np.ndarray, xp: np.ndarray, names: Sequence[str], group: Sequence[i
         for modulus in moduli:
             if not modulus and members in found:
                 continue
-            sx, sxp = (np.mod(_column_sum(v, members), modulus) if modulus else _column_sum(v, members)
-                       for v in (x, xp))
-            support = modulus or int(max(sx.max(), sxp.max()) - min(sx.min(), sxp.min()) + 1)
-            screen = np.concatenate([sx[:_SCREEN_ROWS], sxp[:_SCREEN_ROWS]]).astype(float)
+            def total(v: np.ndarray, members: tuple[int, ...] = members, modulus: int = modulus) -> np.ndarray:
+                return np.mod(_column_sum(v, members), modulus) if modulus else _column_sum(v, members)
+
+            # A plain sum's range from the columns' own (uniform shares spread over all of it).
+            support = modulus or int(sum(max(x[:, c].max(), xp[:, c].max()) - min(x[:, c].min(), xp[:, c].min())
+                                         for c in members) + 1)
+            screen = np.concatenate([total(x[:_SCREEN_ROWS]), total(xp[:_SCREEN_ROWS])]).astype(float)
             if _atom_values(screen, support, _SCREEN_MIN).size == 0:
                 continue
+            sx, sxp = total(x), total(xp)
             values = _atom_values(np.concatenate([sx, sxp]).astype(float), support).astype(np.int64)
             fx = np.array([np.count_nonzero(sx == v) for v in values])
             fxp = np.array([np.count_nonzero(sxp == v) for v in values])
@@ -427,31 +431,65 @@ def _magnitudes(x: np.ndarray, xp: np.ndarray, names: Sequence[str], cols: _Colu
 # The proposal
 
 
-def _forecast(hits_x: int, n_x: int, hits_xp: int, n_xp: int, delta: float, confidence: float,
-              n_estimate: int) -> float:
-    """The bound an event would give on ``n_estimate`` trials, its rates taken one standard
+def _forecast(hits_x: np.ndarray, n_x: int, hits_xp: np.ndarray, n_xp: int, delta: float, confidence: float,
+              n_estimate: int) -> np.ndarray:
+    """The bound each event would give on ``n_estimate`` trials, its rates taken one standard
     error against it (and the denominator's count one more): a rare event (an atom no x'
     row shows) is judged at the size where its bound will be computed, not at the few
-    rows that rank it, yet an event of a handful of rows does not win on them."""
-    p = max(hits_x - math.sqrt(hits_x), 0.0) / n_x
-    q = (hits_xp + math.sqrt(hits_xp) + 1.0) / n_xp
-    forward, backward = oriented_bounds(min(p, 1.0) * n_estimate, n_estimate, min(q, 1.0) * n_estimate,
+    rows that rank it, yet an event of a handful of rows does not win on them. (Arrays of
+    counts, one bound each: every candidate's forecast in one call.)"""
+    hits_x, hits_xp = np.asarray(hits_x, dtype=float), np.asarray(hits_xp, dtype=float)
+    p = np.maximum(hits_x - np.sqrt(hits_x), 0.0) / n_x
+    q = (hits_xp + np.sqrt(hits_xp) + 1.0) / n_xp
+    forward, backward = oriented_bounds(np.minimum(p, 1.0) * n_estimate, n_estimate, np.minimum(q, 1.0) * n_estimate,
                                         n_estimate, delta, (1.0 - confidence) / 2)
-    return float(max(forward, backward))
+    return np.maximum(forward, backward)
+
+
+def _bit_counts(candidates: list[tuple[str, tuple[Term, ...]]], x: np.ndarray,
+                xp: np.ndarray) -> dict[int, list[int]]:
+    """The rows with each single-bit candidate's bit set, under x and x', keyed by its index:
+    all 64 bits of a column are counted in one pass (its words unpacked to bits), not one
+    pass per bit.
+
+    >>> v = np.array([[5.0], [4.0]])
+    >>> _bit_counts([("bits", (Term("bit", 0, "y", 0),)), ("bits", (Term("bit", 0, "y", 2),))], v, v)
+    {0: [1, 1], 1: [2, 2]}
+    """
+    wanted: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for k, (_, terms) in enumerate(candidates):
+        if len(terms) == 1 and terms[0].kind in ("bit", "fbit"):
+            wanted.setdefault((terms[0].kind, terms[0].column), []).append((k, int(terms[0].arg)))
+    out: dict[int, list[int]] = {}
+    for (kind, column), bits in wanted.items():
+        per_side = []
+        for v in (x, xp):
+            c = np.ascontiguousarray(v[:, column], dtype=float)
+            words = c.astype(np.int64).view(np.uint64) if kind == "bit" else c.view(np.uint64)
+            # Little-endian bit order: bit j of the word is bit (j % 8) of byte j // 8.
+            per_side.append(np.unpackbits(words.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1,
+                                          bitorder="little").sum(axis=0, dtype=np.int64))
+        for k, bit in bits:
+            out[k] = [int(per_side[0][bit]), int(per_side[1][bit])]
+    return out
 
 
 def _best(candidates: list[tuple[str, tuple[Term, ...]]], x: np.ndarray, xp: np.ndarray, delta: float,
           confidence: float, n_estimate: int, keep: int) -> list[tuple[float, DerivedEvent]]:
-    """The ``keep`` best oriented events of the candidates on these rows, by :func:`_forecast`."""
-    scored = []
-    for family, terms in candidates:
-        feature_x, feature_xp = DerivedEvent(terms, 1, family).feature(x), DerivedEvent(terms, 1, family).feature(xp)
-        kx, kxp = int(np.count_nonzero(feature_x)), int(np.count_nonzero(feature_xp))
-        for hits_x, hits_xp, value in ((kx, kxp, 1), (len(x) - kx, len(xp) - kxp, 0)):
-            scored.append((_forecast(hits_x, len(x), hits_xp, len(xp), delta, confidence, n_estimate),
-                           DerivedEvent(terms, value, family)))
-    scored.sort(key=lambda s: -s[0])
-    return scored[:keep]
+    """The ``keep`` best oriented events of the candidates on these rows, by :func:`_forecast`
+    (the first of equals: the order the families are built in)."""
+    if not candidates:
+        return []
+    ones = _bit_counts(candidates, x, xp)
+    counts = np.array([ones[k] if k in ones else
+                       [np.count_nonzero(DerivedEvent(terms, 1, family).feature(v)) for v in (x, xp)]
+                       for k, (family, terms) in enumerate(candidates)])
+    # Each candidate's two sides, feature == 1 then feature == 0.
+    hits_x = np.column_stack([counts[:, 0], len(x) - counts[:, 0]]).ravel()
+    hits_xp = np.column_stack([counts[:, 1], len(xp) - counts[:, 1]]).ravel()
+    scores = _forecast(hits_x, len(x), hits_xp, len(xp), delta, confidence, n_estimate)
+    order = np.argsort(-scores, kind="stable")[:keep]
+    return [(float(scores[k]), DerivedEvent(candidates[k // 2][1], 1 - k % 2, candidates[k // 2][0])) for k in order]
 
 
 def propose_derived(x: np.ndarray, xp: np.ndarray, columns: Sequence[str], distinct: Sequence[int], *,
