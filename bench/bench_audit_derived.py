@@ -11,6 +11,7 @@ every selector, and with every selector but ``derived`` (what the audit found be
 - float bit: a float64 whose lowest mantissa bit is x with probability 0.6 (ln 4);
 - parity: three bytes whose low bits XOR to x's randomized response at eps 2 (loss 2);
 - shares: x's randomized response at eps 1, times 4096, in two shares mod 2^16 (loss 1);
+- shares3: the same in three shares mod 2^16 (any two independent of x; loss 1);
 - variance: N(0, 3^2) under x, N(0, 1) under x', at delta 10^-6.
 
 ``time_ratio``: the leak cases' audits with every selector over the same audits without
@@ -91,6 +92,15 @@ def shares(seed: int, rows: int) -> Sampler:
     return sample
 
 
+def shares3(seed: int, rows: int) -> Sampler:
+    def sample(which: str, index: int) -> np.ndarray:
+        rng, x = _rng(seed, which, index), 1 if which == "x" else 0
+        first, second = rng.integers(0, 1 << 16, (2, rows))
+        third = np.mod(4096 * _rr(rng, x, math.e / (1 + math.e), rows) - first - second, 1 << 16)
+        return np.column_stack([first, second, third]).astype(float)
+    return sample
+
+
 def variance(seed: int, rows: int) -> Sampler:
     def sample(which: str, index: int) -> np.ndarray:
         return _rng(seed, which, index).normal(0.0, 3.0 if which == "x" else 1.0, rows)[:, None]
@@ -104,6 +114,7 @@ CASES: dict[str, tuple[Callable[[int, int], Sampler], list[str], float, float | 
     "float_bit": (float_bit, ["y"], 0.0, math.log(4)),
     "parity3": (parity, ["m0", "m1", "m2"], 0.0, 2.0),
     "shares": (shares, ["share 0", "share 1"], 0.0, 1.0),
+    "shares3": (shares3, ["share 0", "share 1", "share 2"], 0.0, 1.0),
     "variance": (variance, ["y"], 1e-6, None),
 }
 

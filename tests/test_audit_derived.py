@@ -4,7 +4,7 @@ Each protocol here is a sampler of the coalition's views under x and x' (no scor
 generic path of :func:`privsim.analysis.audit.audit_batches`), with its exact loss and
 the bound its best event allows computed in the test. The sizes are small (2 selection
 and 8 estimation batches of 2000 rows per input), so the leaks are strong; the 10^6-trial
-figures are in bench/bench_audit_power.py (``privsim bench --only audit_derived``).
+figures are in bench/bench_audit_derived.py (``privsim bench --only audit_derived``).
 """
 
 from __future__ import annotations
@@ -163,6 +163,91 @@ def test_shares_of_two_members():
     r = _audit(_share_sampler(5, keep), ["share 0", "share 1"])
     assert _bound_at(keep, 1 - keep) <= r.epsilon_lower <= math.log(keep / (1 - keep))
     assert r.selection == "shares" and "mod 65536" in r.event
+
+
+def _three_share_sampler(seed: int, keep: float, modulus: int = 1 << 16, scale: int = 4096,
+                         members: tuple[int, ...] = (0, 1, 2)):
+    """The input's randomized response, times ``scale``, split into three additive shares
+    mod ``modulus`` (two uniform, the third completing the sum), of which the view holds
+    ``members``: any two shares are uniform and independent of the input."""
+
+    def sample(which: str, index: int) -> np.ndarray:
+        rng, x = _rng(seed, which, index), 1 if which == "x" else 0
+        first, second = rng.integers(0, modulus, (2, ROWS))
+        third = np.mod(scale * _rr(rng, x, keep, ROWS) - first - second, modulus)
+        return np.column_stack([first, second, third])[:, list(members)].astype(float)
+
+    return sample
+
+
+def _share_view_loss(keep: float, modulus: int, scale: int, members: tuple[int, ...]) -> float:
+    """The exact loss of the members' view of :func:`_three_share_sampler`, by enumerating
+    its law: every (first, second, secret) with its probability, the view's cells summed."""
+    laws = []
+    for bit in (1, 0):
+        law: dict[tuple[int, ...], float] = {}
+        for first in range(modulus):
+            for second in range(modulus):
+                for secret, prob in ((scale * bit, keep), (scale * (1 - bit), 1 - keep)):
+                    shares = (first, second, (secret - first - second) % modulus)
+                    cell = tuple(shares[m] for m in members)
+                    law[cell] = law.get(cell, 0.0) + prob / modulus**2
+        laws.append(law)
+    return max(abs(math.log(laws[0][c] / laws[1][c])) for c in laws[0])
+
+
+def test_shares_of_three_members():
+    # The view's law, enumerated on a small modulus (the same construction mod 16 with the
+    # secret 4 x the bit): the three shares' loss is the randomized response's, ln 3, and
+    # any two shares alone carry none (so no pair's sum can find it).
+    keep = 0.75
+    assert _share_view_loss(keep, 16, 4, (0, 1, 2)) == pytest.approx(math.log(keep / (1 - keep)))
+    assert _share_view_loss(keep, 16, 4, (0, 2)) == pytest.approx(0.0, abs=1e-12)
+    columns = ["share 0", "share 1", "share 2"]
+    r = _audit(_three_share_sampler(8, keep), columns)
+    assert _bound_at(keep, 1 - keep) <= r.epsilon_lower <= math.log(keep / (1 - keep))
+    assert r.selection == "shares" and "(share 0 + share 1 + share 2) mod 65536" in r.event
+    # Without the derived selector, nothing is found.
+    before = _audit(_three_share_sampler(8, keep), columns, tuple(s for s in SELECTORS if s != "derived"))
+    assert before.epsilon_lower < 0.3
+
+
+def test_shares_of_three_members_under_any_modulus(monkeypatch):
+    # Shares mod 10007 (no power of 2): their plain sum is the secret plus 0, 1 or 2 times
+    # 10007, so the plain sum's atoms favoured by x ({1000, 11007, 21014}) are an event of
+    # the whole loss, and so are their residues mod 2^14 (three atoms again), which win the tie.
+    keep, modulus = 0.75, 10_007
+    r = _audit(_three_share_sampler(9, keep, modulus, 1000), ["a", "b", "c"])
+    assert _bound_at(keep, 1 - keep) <= r.epsilon_lower <= math.log(keep / (1 - keep))
+    assert r.selection == "shares" and r.event.startswith("(a + b + c)")
+    # With no modulus to reduce by, the plain sum's atoms alone find it.
+    from privsim.analysis import audit_derived
+
+    monkeypatch.setattr(audit_derived, "_share_moduli", lambda *args: [])
+    sample = _three_share_sampler(9, keep, modulus, 1000)
+    vx, vxp = (np.concatenate([sample(w, i) for i in range(SELECT)]) for w in ("x", "xp"))
+    plain = propose_derived(vx, vxp, ["a", "b", "c"], [0, 1, 2], delta=0.0, confidence=0.95, n_estimate=N_EST,
+                            families=("shares",))
+    assert plain.describe().startswith("(a + b + c) in {") and set(plain.terms[0].arg[3]) == {1000, 11007, 21014}
+
+
+def test_shares_negative_controls():
+    # Correct claims are not flagged: the three shares' true loss ln 3 is not exceeded,
+    # and two of the three (true loss 0, enumerated above) certify nothing. Each audit's
+    # bound exceeds the truth with probability at most 5% (the seed is fixed).
+    keep = 0.75
+    r = _audit(_three_share_sampler(10, keep), ["share 0", "share 1", "share 2"])
+    assert r.epsilon_lower <= math.log(keep / (1 - keep))
+    pair = _audit(_three_share_sampler(11, keep, members=(0, 2)), ["share 0", "share 2"])
+    assert pair.epsilon_lower <= 0.0
+
+
+def test_a_sum_term_reads_and_counts_mod_m_and_plain():
+    v = np.array([[1.0, 2.0, 65535.0], [3.0, 4.0, 5.0]])
+    mod = Term("sum", 0, "a", ((1, 2), ("b", "c"), 1 << 16, (2,)))
+    assert mod(v).tolist() == [1, 0] and mod.describe() == "(a + b + c) mod 65536 in {2}"
+    plain = Term("sum", 0, "a", ((1, 2), ("b", "c"), 0, (12, 65538)))
+    assert plain(v).tolist() == [1, 1] and plain.describe() == "(a + b + c) in {12, 65538}"
 
 
 def _variance_sampler(seed: int, scale: float):

@@ -118,7 +118,7 @@ class AuditResult:
         Estimated probabilities of the event under the numerator and denominator input.
     candidates, confidence_each:
         Every event carried into estimation (the selectors' proposals that the held-out
-        half could not tell from the best, at most
+        half could not tell from the best after the cost of the confidence split, at most
         :data:`~privsim.analysis.audit_selectors.MAX_CARRIED`), each as ``selection``,
         ``event``, ``forecast`` and ``epsilon_lower``; each bound is at
         ``confidence_each = 1 - (1 - confidence) / len(candidates)``, so all hold at once

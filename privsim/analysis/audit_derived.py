@@ -20,6 +20,12 @@ families (:data:`FAMILIES`, named in the audit's ``searched`` field):
 - ``"shares"``: ``(a + b) mod M`` and ``(a - b) mod M`` of two integer columns of large
   domain (two coalition members' additive shares), M the smallest power of 2 above
   their values (or a modulus the caller declares), and the atoms of that reconstruction;
+  then sums of 3 and 4 such columns, ``(a + b + c) mod M``, and plain sums without
+  reduction (``a + b``, ``a + b + c``): shares in [0, q) of a secret s sum to
+  s + j q for j = 0, 1, 2, so the plain sum's atoms show s whatever the modulus q.
+  Sums of 3 and 4 columns come from the first :data:`_MAX_MULTI_COLUMNS` columns and
+  plain sums of pairs too are screened on a few thousand rows first (an atom of a
+  percent or more shows there), so the family stays cheap on a wide view;
 - ``"magnitudes"``: ``|x - c| >= cut`` of a continuous column, for c = 0 and c = the pooled median (``x^2``
   and ``(x - c)^2`` give the same events): a leak in a message's variance.
 
@@ -60,8 +66,16 @@ _ATOM_FACTOR = 10.0
 # Columns looked at per family (the first ones), so a wide view stays cheap.
 _MAX_COLUMNS = 32
 _MAX_SHARE_COLUMNS = 12
+# Sums of 3 and 4 members' columns: of the first this many large integer columns (at most
+# C(6, 3) + C(6, 4) = 35 sets), each screened for atoms on the first _SCREEN_ROWS rows.
+_MAX_MULTI_COLUMNS = 6
+_SCREEN_ROWS = 4096
+# ... where a value must be seen this many times: a sum of uniform shares puts about 0.1
+# rows of the screen on a value, so it repeats one 8 times with probability ~1e-12 a value.
+_SCREEN_MIN = 8
 # Magnitudes: continuous columns only (the first ones), each cut by a threshold search.
 _MAX_MAGNITUDES = 8
+_CENTRE_SAME = 1 / 64
 # Parities: at most this many base bits; sets of up to 3 of them, of 4 with at most _PARITY_QUADS bases.
 _PARITY_BASES = 24
 _PARITY_QUADS = 16
@@ -79,8 +93,10 @@ class Term:
         ``"bit"`` (bit ``arg`` of the integer value), ``"fbit"`` (bit ``arg`` of the
         float64's IEEE representation), ``"in"`` (the value is one of the tuple
         ``arg``), ``"same"`` (equal to column ``arg``), ``"ge"`` (``>= arg``),
-        ``"far"`` (``|value - arg[0]| >= arg[1]``), ``"share"`` (``(value + arg[1] *
-        column arg[0]) mod arg[2]`` is one of the tuple ``arg[3]``).
+        ``"far"`` (``|value - arg[0]| >= arg[1]``), ``"share"`` (``(value + arg[2] *
+        column arg[0]) mod arg[3]`` is one of the tuple ``arg[4]``; ``arg[1]`` names
+        that column), ``"sum"`` (``value + columns arg[0]``, reduced mod ``arg[2]`` if it
+        is not 0, is one of the tuple ``arg[3]``; ``arg[1]`` names those columns).
     column:
         The column's index in the view.
     name:
@@ -95,6 +111,9 @@ class Term:
     ([1, 0], [0, 1])
     >>> Term("share", 0, "y", (1, "z", 1, 8, (6,)))(v).tolist(), Term("share", 0, "y", (1, "z", 1, 8, (6,))).describe()
     ([1, 0], '(y + z) mod 8 in {6}')
+    >>> plain = Term("sum", 0, "y", ((1,), ("z",), 0, (12,)))
+    >>> plain(v).tolist(), plain.describe()
+    ([0, 1], '(y + z) in {12}')
     """
 
     kind: str
@@ -121,6 +140,10 @@ class Term:
             other, _, sign, modulus, values = self.arg
             total = x.astype(np.int64) + sign * np.asarray(views[:, other], dtype=float).astype(np.int64)
             out = np.isin(np.mod(total, modulus), np.asarray(values, dtype=np.int64))
+        elif self.kind == "sum":
+            others, _, modulus, values = self.arg
+            total = _column_sum(views, (self.column, *others))
+            out = np.isin(np.mod(total, modulus) if modulus else total, np.asarray(values, dtype=np.int64))
         else:  # pragma: no cover - terms are built here only
             raise ValueError(f"unknown term kind {self.kind!r}")
         return np.asarray(out, dtype=np.uint8)
@@ -139,9 +162,21 @@ class Term:
             return f"{self.name} >= {self.arg:g}"
         if self.kind == "far":
             return f"|{self.name} - {self.arg[0]:g}| >= {self.arg[1]:g}"
+        if self.kind == "sum":
+            _, others, modulus, values = self.arg
+            reduced = f" mod {modulus}" if modulus else ""
+            return f"({' + '.join((self.name, *others))}){reduced} in {{{', '.join(str(v) for v in values)}}}"
         _, other, sign, modulus, values = self.arg
         return (f"({self.name} {'+' if sign > 0 else '-'} {other}) mod {modulus} in "
                 f"{{{', '.join(str(v) for v in values)}}}")
+
+
+def _column_sum(views: np.ndarray, columns: Sequence[int]) -> np.ndarray:
+    """The integer sum of ``columns`` on every row (int64: exact below 2^52 per column)."""
+    total = np.asarray(views[:, columns[0]], dtype=float).astype(np.int64)
+    for c in columns[1:]:
+        total = total + np.asarray(views[:, c], dtype=float).astype(np.int64)
+    return total
 
 
 @dataclass(frozen=True, eq=False)
@@ -212,12 +247,12 @@ class _Columns:
         return cls(tuple(large_int), tuple(continuous), tuple(binary), tuple(small_int))
 
 
-def _atom_values(x: np.ndarray, support: int | None = None) -> np.ndarray:
+def _atom_values(x: np.ndarray, support: int | None = None, minimum: int = _ATOM_MIN) -> np.ndarray:
     """The values ``x`` repeats far beyond a continuous law (most repeated first): at least
-    :data:`_ATOM_FACTOR` times a value's mean count over ``support`` values (default:
-    as many as ``x`` shows)."""
+    ``minimum`` times and :data:`_ATOM_FACTOR` times a value's mean count over ``support``
+    values (default: as many as ``x`` shows)."""
     values, counts = np.unique(x, return_counts=True)
-    floor = max(_ATOM_MIN, _ATOM_FACTOR * x.size / (support or values.size))
+    floor = max(minimum, _ATOM_FACTOR * x.size / (support or values.size))
     order = np.argsort(-counts, kind="stable")[:_ATOM_VALUES]
     return values[order][counts[order] >= floor]
 
@@ -302,38 +337,90 @@ def _parities(bases: list[Term], x: np.ndarray, xp: np.ndarray) -> list[tuple[Te
     return out
 
 
-def _share_moduli(a: np.ndarray, b: np.ndarray, declared: Sequence[int]) -> list[int]:
-    top = max(float(a.max()), float(b.max()), 1.0)
+def _share_moduli(x: np.ndarray, xp: np.ndarray, members: Sequence[int], declared: Sequence[int]) -> list[int]:
+    """The declared moduli, then the smallest power of 2 above every value of the ``members``."""
+    top = max(float(x[:, list(members)].max()), float(xp[:, list(members)].max()), 1.0)
     return list(dict.fromkeys([*declared, 1 << int(math.ceil(math.log2(top + 1)))]))
 
 
 def _shares(x: np.ndarray, xp: np.ndarray, names: Sequence[str], cols: _Columns,
             declared: Sequence[int]) -> list[tuple[Term, ...]]:
-    """Atoms of ``(a +- b) mod M`` over pairs of large integer columns."""
+    """Atoms of ``(a +- b) mod M`` over pairs of large integer columns, then :func:`_sums`."""
     out: list[tuple[Term, ...]] = []
+    found: set[tuple[int, ...]] = set()  # the pairs whose reduced sums show atoms
     group = [c for c in cols.large_int[:_MAX_SHARE_COLUMNS] if min(x[:, c].min(), xp[:, c].min()) >= 0]
     for a, b in itertools.combinations(group, 2):
-        for modulus in _share_moduli(np.concatenate([x[:, a], xp[:, a]]), np.concatenate([x[:, b], xp[:, b]]),
-                                     declared):
+        for modulus in _share_moduli(x, xp, (a, b), declared):
             for sign in (1, -1):
                 sx, sxp = (np.mod(v[:, a].astype(np.int64) + sign * v[:, b].astype(np.int64), modulus)
                            for v in (x, xp))
                 values = _atom_values(np.concatenate([sx, sxp]).astype(float), modulus)
+                if values.size:
+                    found.add((a, b))
                 fx = np.array([np.count_nonzero(sx == v) for v in values])
                 fxp = np.array([np.count_nonzero(sxp == v) for v in values])
                 out += _atom_terms(names[a], a, values.astype(np.int64), fx, fxp,
                                    lambda col, nm, vals, b=b, m=modulus, s=sign: Term(
                                        "share", col, nm, (b, names[b], s, m, tuple(int(v) for v in vals))))
+    return out + _sums(x, xp, names, group, declared, found)
+
+
+def _sums(x: np.ndarray, xp: np.ndarray, names: Sequence[str], group: Sequence[int],
+          declared: Sequence[int], found: set[tuple[int, ...]]) -> list[tuple[Term, ...]]:
+    """Atoms of the plain sums of pairs, and of sums of 3 and 4 columns, mod M and plain.
+
+    A plain sum's atoms are judged against the width of its range (a sum of uniform
+    shares spreads over it), a reduced one's against M. A plain sum is searched only
+    where no reduced sum of the same members (``found``, for pairs) shows an atom: its
+    atoms then only split the reduced ones' cells in parts, each rarer. Each sum is
+    first screened on the first :data:`_SCREEN_ROWS` rows per input: only one that
+    repeats a value there is counted on every row.
+    """
+    sets = list(itertools.combinations(group, 2))
+    for size in (3, 4):
+        sets += list(itertools.combinations(group[:_MAX_MULTI_COLUMNS], size))
+    out: list[tuple[Term, ...]] = []
+    for members in sets:
+        # The reduced sums first (see above: a plain one then runs only where they find nothing).
+        moduli = [0] if len(members) == 2 else [*_share_moduli(x, xp, members, declared), 0]
+        first, others = members[0], tuple(members[1:])
+        for modulus in moduli:
+            if not modulus and members in found:
+                continue
+            def total(v: np.ndarray, members: tuple[int, ...] = members, modulus: int = modulus) -> np.ndarray:
+                return np.mod(_column_sum(v, members), modulus) if modulus else _column_sum(v, members)
+
+            # A plain sum's range from the columns' own (uniform shares spread over all of it).
+            support = modulus or int(sum(max(x[:, c].max(), xp[:, c].max()) - min(x[:, c].min(), xp[:, c].min())
+                                         for c in members) + 1)
+            screen = np.concatenate([total(x[:_SCREEN_ROWS]), total(xp[:_SCREEN_ROWS])]).astype(float)
+            if _atom_values(screen, support, _SCREEN_MIN).size == 0:
+                continue
+            sx, sxp = total(x), total(xp)
+            values = _atom_values(np.concatenate([sx, sxp]).astype(float), support).astype(np.int64)
+            fx = np.array([np.count_nonzero(sx == v) for v in values])
+            fxp = np.array([np.count_nonzero(sxp == v) for v in values])
+            if values.size:
+                found.add(members)
+            out += _atom_terms(names[first], first, values, fx, fxp,
+                               lambda col, nm, vals, o=others, m=modulus: Term(
+                                   "sum", col, nm, (o, tuple(names[c] for c in o), m, tuple(int(v) for v in vals))))
     return out
 
 
 def _magnitudes(x: np.ndarray, xp: np.ndarray, names: Sequence[str], cols: _Columns, delta: float,
                 confidence: float, n_estimate: int) -> list[tuple[Term, ...]]:
-    """``|x - c| >= cut`` for c = 0 and the median, the cut chosen on these rows."""
+    """``|x - c| >= cut`` for c = 0 and the median, the cut chosen on these rows.
+
+    A median within :data:`_CENTRE_SAME` interquartile ranges of 0 is not searched
+    again: its events are those of c = 0 but for a sliver of rows (the search is the
+    family's main cost, some 0.1 s a column).
+    """
     out: list[tuple[Term, ...]] = []
     for c in cols.continuous[:_MAX_MAGNITUDES]:
         pooled = np.concatenate([x[:, c], xp[:, c]])
-        for centre in dict.fromkeys([0.0, float(np.median(pooled))]):
+        low, median, high = (float(v) for v in np.quantile(pooled, (0.25, 0.5, 0.75)))
+        for centre in [0.0] + ([median] if abs(median) > _CENTRE_SAME * (high - low) else []):
             cut, _ = _select_threshold(np.abs(x[:, c] - centre), np.abs(xp[:, c] - centre), delta, confidence,
                                        n_estimate)
             out.append((Term("far", c, names[c], (centre, cut)),))
@@ -344,31 +431,65 @@ def _magnitudes(x: np.ndarray, xp: np.ndarray, names: Sequence[str], cols: _Colu
 # The proposal
 
 
-def _forecast(hits_x: int, n_x: int, hits_xp: int, n_xp: int, delta: float, confidence: float,
-              n_estimate: int) -> float:
-    """The bound an event would give on ``n_estimate`` trials, its rates taken one standard
+def _forecast(hits_x: np.ndarray, n_x: int, hits_xp: np.ndarray, n_xp: int, delta: float, confidence: float,
+              n_estimate: int) -> np.ndarray:
+    """The bound each event would give on ``n_estimate`` trials, its rates taken one standard
     error against it (and the denominator's count one more): a rare event (an atom no x'
     row shows) is judged at the size where its bound will be computed, not at the few
-    rows that rank it, yet an event of a handful of rows does not win on them."""
-    p = max(hits_x - math.sqrt(hits_x), 0.0) / n_x
-    q = (hits_xp + math.sqrt(hits_xp) + 1.0) / n_xp
-    forward, backward = oriented_bounds(min(p, 1.0) * n_estimate, n_estimate, min(q, 1.0) * n_estimate,
+    rows that rank it, yet an event of a handful of rows does not win on them. (Arrays of
+    counts, one bound each: every candidate's forecast in one call.)"""
+    hits_x, hits_xp = np.asarray(hits_x, dtype=float), np.asarray(hits_xp, dtype=float)
+    p = np.maximum(hits_x - np.sqrt(hits_x), 0.0) / n_x
+    q = (hits_xp + np.sqrt(hits_xp) + 1.0) / n_xp
+    forward, backward = oriented_bounds(np.minimum(p, 1.0) * n_estimate, n_estimate, np.minimum(q, 1.0) * n_estimate,
                                         n_estimate, delta, (1.0 - confidence) / 2)
-    return float(max(forward, backward))
+    return np.maximum(forward, backward)
+
+
+def _bit_counts(candidates: list[tuple[str, tuple[Term, ...]]], x: np.ndarray,
+                xp: np.ndarray) -> dict[int, list[int]]:
+    """The rows with each single-bit candidate's bit set, under x and x', keyed by its index:
+    all 64 bits of a column are counted in one pass (its words unpacked to bits), not one
+    pass per bit.
+
+    >>> v = np.array([[5.0], [4.0]])
+    >>> _bit_counts([("bits", (Term("bit", 0, "y", 0),)), ("bits", (Term("bit", 0, "y", 2),))], v, v)
+    {0: [1, 1], 1: [2, 2]}
+    """
+    wanted: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for k, (_, terms) in enumerate(candidates):
+        if len(terms) == 1 and terms[0].kind in ("bit", "fbit"):
+            wanted.setdefault((terms[0].kind, terms[0].column), []).append((k, int(terms[0].arg)))
+    out: dict[int, list[int]] = {}
+    for (kind, column), bits in wanted.items():
+        per_side = []
+        for v in (x, xp):
+            c = np.ascontiguousarray(v[:, column], dtype=float)
+            words = c.astype(np.int64).view(np.uint64) if kind == "bit" else c.view(np.uint64)
+            # Little-endian bit order: bit j of the word is bit (j % 8) of byte j // 8.
+            per_side.append(np.unpackbits(words.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1,
+                                          bitorder="little").sum(axis=0, dtype=np.int64))
+        for k, bit in bits:
+            out[k] = [int(per_side[0][bit]), int(per_side[1][bit])]
+    return out
 
 
 def _best(candidates: list[tuple[str, tuple[Term, ...]]], x: np.ndarray, xp: np.ndarray, delta: float,
           confidence: float, n_estimate: int, keep: int) -> list[tuple[float, DerivedEvent]]:
-    """The ``keep`` best oriented events of the candidates on these rows, by :func:`_forecast`."""
-    scored = []
-    for family, terms in candidates:
-        feature_x, feature_xp = DerivedEvent(terms, 1, family).feature(x), DerivedEvent(terms, 1, family).feature(xp)
-        kx, kxp = int(np.count_nonzero(feature_x)), int(np.count_nonzero(feature_xp))
-        for hits_x, hits_xp, value in ((kx, kxp, 1), (len(x) - kx, len(xp) - kxp, 0)):
-            scored.append((_forecast(hits_x, len(x), hits_xp, len(xp), delta, confidence, n_estimate),
-                           DerivedEvent(terms, value, family)))
-    scored.sort(key=lambda s: -s[0])
-    return scored[:keep]
+    """The ``keep`` best oriented events of the candidates on these rows, by :func:`_forecast`
+    (the first of equals: the order the families are built in)."""
+    if not candidates:
+        return []
+    ones = _bit_counts(candidates, x, xp)
+    counts = np.array([ones[k] if k in ones else
+                       [np.count_nonzero(DerivedEvent(terms, 1, family).feature(v)) for v in (x, xp)]
+                       for k, (family, terms) in enumerate(candidates)])
+    # Each candidate's two sides, feature == 1 then feature == 0.
+    hits_x = np.column_stack([counts[:, 0], len(x) - counts[:, 0]]).ravel()
+    hits_xp = np.column_stack([counts[:, 1], len(xp) - counts[:, 1]]).ravel()
+    scores = _forecast(hits_x, len(x), hits_xp, len(xp), delta, confidence, n_estimate)
+    order = np.argsort(-scores, kind="stable")[:keep]
+    return [(float(scores[k]), DerivedEvent(candidates[k // 2][1], 1 - k % 2, candidates[k // 2][0])) for k in order]
 
 
 def propose_derived(x: np.ndarray, xp: np.ndarray, columns: Sequence[str], distinct: Sequence[int], *,

@@ -4,8 +4,9 @@ The selection sample (views under x and x', disjoint from the estimation sample)
 in two halves per input. On the first (the *proposal* half), each selector proposes its
 best event; on the second (the *held-out* half), the proposals compete on the selection
 criterion of :mod:`privsim.analysis.audit_select`. The best and those the held-out half
-cannot tell from it (within :data:`_Z_CARRY` standard errors, at most
-:data:`MAX_CARRIED`) go on to estimation, where the confidence is split between them
+cannot tell from it after the split's cost (a runner-up's forecast at its share of the
+confidence within :data:`_Z_CARRY` standard errors of the best's at the whole, at most
+:data:`MAX_CARRIED` in all) go on to estimation, where the confidence is split between them
 (:func:`~privsim.analysis.audit.best_of`); the view rule's, if carried, is chosen again on
 the whole selection sample. No estimation view is ever looked at, so the Clopper–Pearson
 bounds on the estimation sample are exactly as sound as with one selector. The selectors
@@ -26,7 +27,7 @@ bounds on the estimation sample are exactly as sound as with one selector. The s
   the columns and the residues of integer columns mod 2, 3 and 4, for interactions in
   continuous or high-cardinality views;
 - ``"derived"``: one event on a derived binary feature (:mod:`privsim.analysis.audit_derived`):
-  atoms, bits, parities of up to 4 bits, modular sums of two members' shares, magnitudes.
+  atoms, bits, parities of up to 4 bits, sums of 2 to 4 members' shares (mod 2^k and plain), magnitudes.
 
 A score-based proposal (naive Bayes, logistic, trees) is calibrated on the proposal half's second
 half (a logistic fit of the label on the score, so it reads as a log-likelihood ratio
@@ -111,8 +112,9 @@ _PICK_TIE = 0.005
 #: At most this many proposals are carried into estimation (see :func:`_pick`): each
 #: costs one more count of every estimation batch and splits the confidence once more.
 MAX_CARRIED = 3
-# A proposal is carried beside the best when its forecast is within this many standard
-# errors of the difference (a one-sided 2.3% test of "worse than the best").
+# A proposal is carried beside the best when its forecast at its share of the confidence
+# is within this many standard errors of the difference from the best's at the whole (a
+# one-sided 2.3% test of "cannot beat the best by more than the split costs").
 _Z_CARRY = 2.0
 # A calibrated score's smoothed forecast of an event's rare side stands unless the
 # held-out count on a tail around it (with at least _CALIBRATION_ROWS rows of that side)
@@ -756,25 +758,35 @@ def _pick(proposals: list[tuple[str, str, Event]], hold_x: np.ndarray, hold_xp: 
 
     The held-out half cannot tell apart proposals whose forecasts differ by less than
     its own noise (twenty weak messages: three score proposals within 0.1 of each
-    other, any of which may be the best by 0.2 on the estimation sample). So every
-    proposal whose forecast is within :data:`_Z_CARRY` standard errors
-    (:func:`_forecast_se`) of the best's is carried too, at most :data:`MAX_CARRIED`
-    of them, and the estimation sample decides among them with the confidence split
-    (:func:`~privsim.analysis.audit.best_of`); a proposal that stands out
-    is carried alone and keeps the whole confidence."""
-    n_x, n_xp = len(hold_x), len(hold_xp)
-    alpha = _pick_alpha(confidence, min(n_x, n_xp), n_estimate)
-    judged = [_held_out_forecast(event, hold_x, hold_xp, delta, alpha, confidence, n_estimate)
-              for _, _, event in proposals]
+    other, any of which may be the best by 0.2 on the estimation sample). So the
+    runners-up are carried too, at most :data:`MAX_CARRIED` in all, while each could
+    plausibly beat the best *after the cost of the split*: the m-th proposal is carried
+    when its forecast at the split level, 1 - (1 - confidence)/m, lies within
+    :data:`_Z_CARRY` standard errors (those of the forecasts themselves, see
+    :func:`_held_out_forecast`) of the best's forecast at the whole confidence. Then the
+    estimation sample decides among them with the confidence split
+    (:func:`~privsim.analysis.audit.best_of`). A proposal that stands out, or whose
+    runners-up could win only by less than the split costs, is carried alone and keeps
+    the whole confidence."""
+    n_select = min(len(hold_x), len(hold_xp))
+    alpha = _pick_alpha(confidence, n_select, n_estimate)
+    forecasters = [_held_out_forecaster(event, hold_x, hold_xp, delta, n_estimate) for _, _, event in proposals]
+    judged = [forecast(alpha, confidence) for forecast in forecasters]
     values = [value for value, _ in judged]
     # Near-ties go to the first selector (the order of SELECTORS: the simpler, more
     # readable events first).
     first = next(k for k, v in enumerate(values) if v >= max(values) - _PICK_TIE)
     best_value, best_se = judged[first]
-    order = [first] + sorted((k for k in range(len(proposals)) if k != first), key=lambda k: -values[k])
-    carried = [k for k in order if k == first or (
-        math.isfinite(values[k]) and values[k] > 0
-        and values[k] >= best_value - _Z_CARRY * math.hypot(best_se, judged[k][1]))][:MAX_CARRIED]
+    carried = [first]
+    for k in sorted((k for k in range(len(proposals)) if k != first), key=lambda k: -values[k]):
+        if len(carried) == MAX_CARRIED or not (math.isfinite(values[k]) and values[k] > 0):
+            break
+        # The runner-up's forecast where its bound would be: at its share of the confidence.
+        split = 1.0 - (1.0 - confidence) / (len(carried) + 1)
+        at_split = forecasters[k](_pick_alpha(split, n_select, n_estimate), split)[0]
+        if at_split < best_value - _Z_CARRY * math.hypot(best_se, judged[k][1]):
+            break
+        carried.append(k)
     return [(proposals[k][0], Candidate(proposals[k][2], proposals[k][1], values[k])) for k in carried]
 
 
@@ -794,43 +806,79 @@ def _forecast_se(in_x: np.ndarray, in_xp: np.ndarray, delta: float) -> float:
 
 def _held_out_forecast(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, delta: float, alpha: float,
                        confidence: float, n_estimate: int) -> tuple[float, float]:
-    """The selection criterion of ``event`` on the held-out half (see :func:`_pick`), and the
-    standard error of its plain counts' log ratio (:func:`_forecast_se`).
+    """The forecast of ``event`` at one level: :func:`_held_out_forecaster` of it, called once."""
+    return _held_out_forecaster(event, hold_x, hold_xp, delta, n_estimate)(alpha, confidence)
+
+
+def _held_out_forecaster(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, delta: float,
+                         n_estimate: int) -> Callable[[float, float], tuple[float, float]]:
+    """``forecast(alpha, confidence)``: the selection criterion of ``event`` on the held-out
+    half at that level (see :func:`_pick`), and the
+    standard error of the estimate it rests on: of the plain counts' log ratio
+    (:func:`_forecast_se`), or, where the smoothed forecast stands, of the smoothed one
+    (:func:`_smoothed_se`: a rare event's few denominator rows do not make the forecast
+    that never counts them look noisy).
 
     For a threshold event, its thresholded value (a column, or a score) is calibrated on
     these rows (:func:`_calibrate`, two parameters on the whole held-out half, oriented
     so that the event's side reads as "likelier under x"): every threshold proposal,
-    the view rule's included, is then forecast the same way.
+    the view rule's included, is then forecast the same way. The values and their
+    calibration are computed once, whatever the number of levels asked.
     """
     if not isinstance(event, ThresholdEvent):
         in_x, in_xp = event.contains(hold_x), event.contains(hold_xp)
-        return _plain_forecast(in_x, in_xp, delta, alpha), _forecast_se(in_x, in_xp, delta)
+        se = _forecast_se(in_x, in_xp, delta)
+        return lambda alpha, confidence: (_plain_forecast(in_x, in_xp, delta, alpha), se)
     # The values once per row (a tree ensemble's score is the costly part of the pick).
     v_x, v_xp = event.values(hold_x), event.values(hold_xp)
     in_x, in_xp = event.holds(v_x), event.holds(v_xp)
-    plain, se = _plain_forecast(in_x, in_xp, delta, alpha), _forecast_se(in_x, in_xp, delta)
+    se = _forecast_se(in_x, in_xp, delta)
     sign = 1.0 if event.op in (">=", ">") else -1.0
     fit = _calibrate(sign * v_x, sign * v_xp)
     if fit is None:
-        return plain, se
+        return lambda alpha, confidence: (_plain_forecast(in_x, in_xp, delta, alpha), se)
     l_x, l_xp = (np.clip(fit[0] * sign * v + fit[1], -30, 30) for v in (v_x, v_xp))
     # Per direction: the log-likelihood ratio oriented towards the numerator's input,
     # on the numerator's and the denominator's rows, and the event's side on each.
-    # No final bound can put Pr[S | x'] below what no hit in n_estimate trials allows.
-    floor = float(clopper_pearson(0, n_estimate, (1.0 - confidence) / 2, "upper"))
-    smooth = [plain] + [_smoothed_forecast(u_num, u_den, in_num, in_den, delta, alpha, floor)
-                        for u_num, u_den, in_num, in_den in ((l_x, l_xp, in_x, in_xp), (-l_xp, -l_x, ~in_xp, ~in_x))]
-    # Nor does any forecast exceed that of an event separating the held-out rows
-    # perfectly (all of x's, none of x''s): beyond it these rows cannot rank events, and
-    # such an event (a protocol's own score, say) must not lose to a smoothed estimate.
-    ceiling = float(_selection_criterion(np.array(in_x.size), in_x.size, np.array(0), in_xp.size, delta, alpha))
-    return min(max(smooth), max(plain, ceiling)), se
+    sides = ((l_x, l_xp, in_x, in_xp), (-l_xp, -l_x, ~in_xp, ~in_x))
+
+    def forecast(alpha: float, confidence: float) -> tuple[float, float]:
+        plain = _plain_forecast(in_x, in_xp, delta, alpha)
+        # No final bound can put Pr[S | x'] below what no hit in n_estimate trials allows.
+        floor = float(clopper_pearson(0, n_estimate, (1.0 - confidence) / 2, "upper"))
+        smooth = [_smoothed_forecast(u_num, u_den, in_num, in_den, delta, alpha, floor)
+                  for u_num, u_den, in_num, in_den in sides]
+        if max(smooth) <= plain:
+            return plain, se
+        side = int(np.argmax(smooth))
+        # Nor does any forecast exceed that of an event separating the held-out rows
+        # perfectly (all of x's, none of x''s): beyond it these rows cannot rank events, and
+        # such an event (a protocol's own score, say) must not lose to a smoothed estimate.
+        ceiling = float(_selection_criterion(np.array(in_x.size), in_x.size, np.array(0), in_xp.size, delta, alpha))
+        return min(smooth[side], max(plain, ceiling)), _smoothed_se(sides[side][0], sides[side][2])
+
+    return forecast
 
 
 def _plain_forecast(in_x: np.ndarray, in_xp: np.ndarray, delta: float, alpha: float) -> float:
     """The selection criterion on the held-out counts of an event (likelier under x)."""
     hits_x, hits_xp = int(np.count_nonzero(in_x)), int(np.count_nonzero(in_xp))
     return float(_selection_criterion(np.array(hits_x), in_x.size, np.array(hits_xp), in_xp.size, delta, alpha))
+
+
+def _smoothed_se(u_num: np.ndarray, in_num: np.ndarray) -> float:
+    """Standard error of a smoothed forecast's log ratio, ln p - ln(p mean_S e^-u) =
+    -ln mean_S e^-u over the numerator's h rows in the event, with the numerator's own
+    relative error beside it (the forecast inflates the denominator by it, see
+    :func:`_smoothed_forecast`): sqrt((1 + CV^2) / h), CV that of e^-u on those rows.
+
+    >>> round(_smoothed_se(np.zeros(100), np.ones(100, dtype=bool)), 3)
+    0.1
+    """
+    weights = np.exp(-u_num[in_num])
+    hits = max(weights.size, 1)
+    cv2 = float(weights.var() / weights.mean() ** 2) if weights.size else 0.0
+    return math.sqrt((1.0 + cv2) / hits)
 
 
 def _smoothed_forecast(u_num: np.ndarray, u_den: np.ndarray, in_num: np.ndarray, in_den: np.ndarray,
