@@ -19,8 +19,14 @@ CASES = [
     ("run", "secure-sum", 1000, 10, 200, {}),
     ("run", "ck-sum", 1000, 5, 200, {}),
     ("run", "continual-sum", 100, None, 200, {"T": 64}),
+    ("run", "secure-sum", 10_000, 10, 4, {}),
+    ("run", "secure-sum", 100_000, 10, 4, {}),
+    ("run", "ck-sum", 100_000, 10, 4, {}),
     ("audit", "randomized-response", 4, None, 100_000, {}),
     ("audit", "secure-sum", 16, 3, 200_000, {}),
+    # the same without cohorts (every party its own task): the per-party constants
+    ("run", "secure-sum", 100_000, 10, 4, {}, False),
+    ("run", "secure-sum", 1000, 10, 200, {}, False),
 ]
 
 CHILD = r"""
@@ -28,13 +34,16 @@ import json, resource, sys, time
 from privsim.protocols import get_protocol
 from privsim.plan import plan_audit, plan_run
 from privsim.resources import estimate
-kind, name, n, t, trials, params = json.loads(sys.argv[1])
+kind, name, n, t, trials, params, *cohorts = json.loads(sys.argv[1])
+from privsim.transport import LocalTransport
+transport = LocalTransport(cohorts=cohorts[0] if cohorts else True)
 proto = get_protocol(name, **params)
 coalition = ("C",) if proto.has_curator else tuple(range((t or 0) + 1))
 if kind == "audit":
     plan = plan_audit(proto, proto.default_inputs(n), coalition=coalition, neighbor=n - 1, trials=trials, seed=1, t=t)
 else:
-    plan = plan_run(proto, proto.default_inputs(n), trials=trials, seed=1, t=t, record=False, split=True)
+    plan = plan_run(proto, proto.default_inputs(n), trials=trials, seed=1, t=t, record=False, split=True,
+                    transport=transport)
 est = estimate(plan)
 start = time.perf_counter()
 if kind == "run":
@@ -54,7 +63,8 @@ def main() -> None:
         out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(case)], capture_output=True, text=True,
                              check=True).stdout
         d = json.loads(out.strip().splitlines()[-1])
-        print(f"{case[0]:5} {case[1]:20} n={case[2]:<7} trials={case[4]:<8} "
+        mode = "" if len(case) < 7 or case[6] else " per party"
+        print(f"{case[0]:5} {case[1] + mode:20} n={case[2]:<7} trials={case[4]:<8} "
               f"time {d['seconds']:7.2f} s est {d['est_seconds']:7.2f} s ({d['est_seconds'] / d['seconds']:.2f}x)  "
               f"peak {d['peak'] / 2**20:7.0f} MiB est {d['est_peak'] / 2**20:7.0f} MiB "
               f"({d['est_peak'] / d['peak']:.2f}x)", flush=True)

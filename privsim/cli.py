@@ -37,6 +37,7 @@ from privsim.errors import ParameterError, PrivsimError
 from privsim.interrupts import interrupted
 from privsim.plan import plan_run
 from privsim.protocols import REGISTRY
+from privsim.resources import has_cohort_form
 from privsim.scenario import RunSpec, load_scenario, make_inputs, parse_params, read_scenario_text
 from privsim.simulate import run_plan, simulate
 
@@ -177,7 +178,8 @@ def run_spec(spec: RunSpec, progress: bool | None = None, executor: str | None =
         spec.n, spec.trials,  # type: ignore[arg-type]
         lambda: plan_run(proto, make_inputs(proto, spec.inputs, spec.n, spec.seed), trials=spec.trials,  # type: ignore[arg-type]
                          seed=spec.seed, t=spec.t, record=False, split=True, backend=backend, transport=transport),
-        executor=executor, workers=workers, max_memory=max_memory, max_time=max_time, warn=_warn)
+        executor=executor, workers=workers, max_memory=max_memory, max_time=max_time, warn=_warn,
+        cohorts=has_cohort_form(proto))
     with progress_bar(plan.trials, f"{proto.name}", unit="trials", batches=len(plan.batches),
                       enabled=progress) as advance:
         return run_plan(plan, executor=executor, scheduler=scheduler, workers=workers,
@@ -511,7 +513,8 @@ def _audit_with_progress(proto: Any, spec: RunSpec, coalition: Any, neighbor: An
 
     plan = check_resources(spec.n, spec.trials, build, executor=executor, workers=workers,  # type: ignore[arg-type]
                            max_memory=max_memory, max_time=max_time, warn=_warn,
-                           audit=audit_split(spec.trials, spec.n, selectors=selectors))  # type: ignore[arg-type]
+                           audit=audit_split(spec.trials, spec.n, selectors=selectors),  # type: ignore[arg-type]
+                           cohorts=has_cohort_form(proto))
     with progress_bar(plan.split.total_batches, f"audit {proto.name}", unit="batches", enabled=progress) as advance:
         return run_audit(plan, confidence=confidence, progress=lambda k: advance(1, k), executor=executor,
                          scheduler=scheduler, workers=workers), plan

@@ -122,7 +122,7 @@ def check_executor_flags(executor: str | None, scheduler: str | None, workers: i
 
 def check_resources(n: int, trials: int, build: Callable[[], T], *, executor: str | None, workers: int | None,
                     max_memory: str | None, max_time: str | None = None, audit: Any = None,
-                    warn: Callable[[str], None] | None = None) -> T:
+                    warn: Callable[[str], None] | None = None, cohorts: bool = False) -> T:
     """Build a run's plan with ``build()`` once its peak memory and time look affordable
     (:mod:`privsim.resources`); returns the plan.
 
@@ -131,7 +131,8 @@ def check_resources(n: int, trials: int, build: Callable[[], T], *, executor: st
     inputs and schedule are built; then the plan's own estimate. Refuses
     (:class:`~privsim.errors.ResourceError`) when an estimate exceeds the memory available
     or ``max_memory``, or the duration ``max_time`` (``--max-time``; ``None``: no bound);
-    calls ``warn`` with one line when it expects over a minute.
+    calls ``warn`` with one line when it expects over a minute. ``cohorts``: the protocol has
+    a cohort form (:func:`privsim.resources.has_cohort_form`; the bound is then a cohort member's).
 
     >>> from privsim.plan import plan_run
     >>> from privsim.protocols import RandomizedResponse
@@ -141,7 +142,7 @@ def check_resources(n: int, trials: int, build: Callable[[], T], *, executor: st
     >>> check_resources(10**9, 10, lambda: None, executor=None, workers=None, max_memory="4G")
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    privsim.errors.ResourceError: n, trials: this run needs about 4.9 TiB of memory (estimated), above the 4.0 GiB ...
+    privsim.errors.ResourceError: n, trials: this run needs about 4.4 TiB of memory (estimated), above the 4.0 GiB ...
     """
     from privsim import resources
 
@@ -149,7 +150,7 @@ def check_resources(n: int, trials: int, build: Callable[[], T], *, executor: st
     seconds = resources.parse_duration(max_time) if max_time is not None else None
     w = resources.cpu_workers(executor, workers)
     given = max_memory is not None
-    floor = resources.floor_estimate(n, trials, workers=w, audit=audit)
+    floor = resources.floor_estimate(n, trials, workers=w, audit=audit, cohorts=cohorts)
     resources.check_memory(floor, limit, given=given)
     resources.check_time(floor, seconds)
     plan = build()

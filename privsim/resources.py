@@ -4,13 +4,15 @@ The CLI refuses a run whose estimated peak memory exceeds the memory available (
 ``--max-memory``), or whose estimated time exceeds ``--max-time`` (a day by default), and
 says on stderr when it expects a run to take over a minute. The model reads the run's plan
 (:mod:`privsim.plan`: its batches, and an audit's selection sample) and counts what a batch
-holds: every party's trio task, context and random stream, the values of the busiest round's
+holds: every party's trio task, context and random stream (a party run inside a cohort,
+docs/architecture.md "Cohorts", only its stream and its slices of the cohort's arrays: the
+transport says which, :meth:`~privsim.transport.Transport.cohort_members`), the values of the busiest round's
 messages (one per trial each), the schedule itself, every trial's estimate, which a run
 keeps, and what it keeps per batch (an audit's estimation picks, and with workers every
 submitted task: at 10^12 audit trials these are gigabytes; the plan's batches are computed,
 not stored). Time is per party-round (the task switches of the engine), per message and per
 message-trial value. The constants were fitted on the runs of ``bench/calibrate_resources.py``
-on the 2-core reference machine; the README says how close the estimates came.
+on the 2-core reference machine; docs/tutorials/scale.md says how close the estimates came.
 
 Before the schedule is built (which for n = 10^9 would itself take minutes and gigabytes)
 :func:`floor_estimate` bounds memory from n and trials alone, so that a hopeless run is
@@ -29,15 +31,27 @@ from privsim.errors import ResourceError
 from privsim.plan import AuditPlan, AuditSplit, RunPlan, batch_plan, plan_run
 
 __all__ = ["Estimate", "available_memory", "check_memory", "check_time", "cpu_workers",
-           "estimate", "estimate_run", "floor_estimate", "format_bytes", "format_seconds", "parse_duration",
-           "parse_size"]
+           "estimate", "estimate_run", "floor_estimate", "format_bytes", "format_seconds", "has_cohort_form",
+           "parse_duration", "parse_size"]
 
 #: An interpreter with numpy, trio, scipy and privsim imported (RSS).
 BASE_BYTES = 110 << 20
 #: Per party and batch: its trio task, PartyContext and random stream (README "Scale": about 4 KiB).
 PARTY_BYTES = 4300
-#: Per message of the declared schedule (its pairs in dicts and lists).
-SCHEDULE_BYTES = 600
+#: Per party run inside a cohort (docs/architecture.md, "Cohorts") and batch: its random stream and
+#: its slices of the cohort's arrays, in place of a task and a context.
+COHORT_MEMBER_BYTES = 1200
+#: Seconds per cohort member and batch (seeding its stream) and per draw it makes (one numpy call
+#: per member: each stream stays its own).
+COHORT_MEMBER_SECONDS = 1e-5
+#: Seconds per message a cohort sends (one array operation for the cohort, not one call each).
+COHORT_MESSAGE_SECONDS = 1e-6
+#: Per message a cohort has in flight: its pair code and position in the cohort's block (the
+#: values are counted per trial as for any message).
+COHORT_MESSAGE_BYTES = 24
+#: Per message of the declared schedule (its pairs in dicts and lists, the round's pair codes, the
+#: network's per-receiver bookkeeping).
+SCHEDULE_BYTES = 100
 #: Per message in flight: its array object and inbox entry.
 MESSAGE_BYTES = 300
 #: Per message value and trial: the value (8 bytes), the sender's temporaries and the delivered copy.
@@ -47,7 +61,7 @@ TRIAL_BYTES = 150
 #: Seconds per party and round (a task switch through the round barrier).
 PARTY_ROUND_SECONDS = 1e-5
 #: Seconds per message sent (outbox, schedule check, delivery).
-MESSAGE_SECONDS = 9e-5
+MESSAGE_SECONDS = 2.5e-5
 #: Seconds per message value and trial (random draws and arithmetic in numpy).
 VALUE_SECONDS = 7.4e-8
 #: Fixed seconds per batch (contexts, seeding, estimator).
@@ -194,17 +208,34 @@ def available_memory() -> int | None:
     return min(limits) if limits else None
 
 
-def floor_estimate(n: int, trials: int, *, workers: int = 1, audit: AuditSplit | None = None) -> Estimate:
+def floor_estimate(n: int, trials: int, *, workers: int = 1, audit: AuditSplit | None = None,
+                   cohorts: bool = False) -> Estimate:
     """A lower bound from n and trials alone (one message per party, one round), cheap for any n.
 
-    ``audit``: the audit's split (:func:`privsim.plan.audit_split`), for an audit's bound.
+    ``audit``: the audit's split (:func:`privsim.plan.audit_split`), for an audit's bound;
+    ``cohorts``: the protocol has a cohort form (:func:`has_cohort_form`), so that its parties
+    may cost only what a cohort member costs.
 
-    >>> floor_estimate(10**9, 10).memory > 2**40   # four TiB of party tasks alone
+    >>> floor_estimate(10**9, 10).memory > 4 * 2**40   # four TiB of party tasks alone
+    True
+    >>> floor_estimate(10**9, 10, cohorts=True).memory > 2**40   # a TiB of cohort members
     True
     """
     batches = audit.batches if audit is not None else batch_plan(trials, n)
     return _estimate(n + 1, batches[0][1], len(batches), trials, rounds=1, schedule_messages=n, peak_round=n,
-                     workers=workers, audit=audit, features=1)
+                     workers=workers, audit=audit, features=1, cohorts=int(cohorts), in_cohorts=n if cohorts else 0)
+
+
+def has_cohort_form(protocol: Any) -> bool:
+    """Whether ``protocol`` defines :meth:`~privsim.Protocol.cohorts` (its parties may run in cohorts).
+
+    >>> from privsim.protocols import get_protocol
+    >>> has_cohort_form(get_protocol("randomized-response")), has_cohort_form(get_protocol("secure-sum"))
+    (False, True)
+    """
+    from privsim.protocols.base import Protocol
+
+    return type(protocol).cohorts is not Protocol.cohorts
 
 
 def estimate(plan: RunPlan | AuditPlan, *, workers: int = 1) -> Estimate:
@@ -224,9 +255,11 @@ def estimate(plan: RunPlan | AuditPlan, *, workers: int = 1) -> Estimate:
     if audit is not None:
         members = set(audit.members)
         features = 1 + sum(1 for _, s, d in schedule.triples() if s in members or d in members)
+    cohorts = run.transport.cohort_members(run)
     return _estimate(run.n + int(run.protocol.has_curator), run.batches[0][1], len(run.batches), run.trials,
                      rounds=max(schedule.rounds, 1), schedule_messages=schedule.messages, peak_round=max(per_round),
-                     workers=workers, audit=None if audit is None else audit.split, features=features)
+                     workers=workers, audit=None if audit is None else audit.split, features=features,
+                     cohorts=len(cohorts), in_cohorts=sum(len(ids) for _, ids in cohorts))
 
 
 def estimate_run(protocol: Any, n: int, t: int | None, trials: int, *, workers: int = 1) -> Estimate:
@@ -244,10 +277,17 @@ def estimate_run(protocol: Any, n: int, t: int | None, trials: int, *, workers: 
 
 
 def _estimate(ids: int, size: int, batches: int, trials: int, *, rounds: int, schedule_messages: int,
-              peak_round: int, workers: int, audit: AuditSplit | None, features: int) -> Estimate:
+              peak_round: int, workers: int, audit: AuditSplit | None, features: int, cohorts: int = 0,
+              in_cohorts: int = 0) -> Estimate:
     sims = batches * (2 if audit is not None else 1)  # an audit simulates every batch under x and x'
     workers = max(1, min(workers, sims))
-    batch = ids * PARTY_BYTES + peak_round * (MESSAGE_BYTES + size * VALUE_BYTES)
+    # A cohort is one task for its members; their messages (in proportion, as an estimate) cost
+    # one array operation per send for the cohort.
+    tasks = ids - in_cohorts + cohorts
+    cohort_messages = schedule_messages * in_cohorts // max(ids, 1)
+    cohort_peak = peak_round * in_cohorts // max(ids, 1)
+    batch = (tasks * PARTY_BYTES + in_cohorts * COHORT_MEMBER_BYTES + peak_round * size * VALUE_BYTES
+             + (peak_round - cohort_peak) * MESSAGE_BYTES + cohort_peak * COHORT_MESSAGE_BYTES)
     memory = BASE_BYTES + schedule_messages * SCHEDULE_BYTES
     if audit is not None:
         # The recorded views of a batch, and the selection sample (both inputs, exactly the
@@ -262,7 +302,8 @@ def _estimate(ids: int, size: int, batches: int, trials: int, *, rounds: int, sc
     # Worker processes each hold an interpreter and one batch; the local executor one batch.
     memory += batch if workers == 1 else workers * (BASE_BYTES + batch)
     value_seconds = VALUE_SECONDS * (AUDIT_VALUE_FACTOR if audit is not None else 1.0)
-    per_batch = (BATCH_SECONDS + ids * rounds * PARTY_ROUND_SECONDS + schedule_messages * MESSAGE_SECONDS
+    per_batch = (BATCH_SECONDS + tasks * rounds * PARTY_ROUND_SECONDS + in_cohorts * COHORT_MEMBER_SECONDS
+                 + (schedule_messages - cohort_messages) * MESSAGE_SECONDS + cohort_messages * COHORT_MESSAGE_SECONDS
                  + schedule_messages * size * value_seconds)
     start = START_SECONDS + (AUDIT_START_SECONDS if audit is not None else 0.0)
     return Estimate(memory=int(memory), seconds=float(start + per_batch * sims / workers), batches=sims)

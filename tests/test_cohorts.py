@@ -202,3 +202,33 @@ def test_cohort_inbox_sums_exactly_past_int64() -> None:
     assert box.counts().tolist() == [40]
     with pytest.raises(KeyError):
         box.from_party(41)
+
+
+def test_the_resource_estimate_knows_cohorts():
+    """A cohort member costs a kilobyte, not a task (privsim.resources): the estimate of the same
+    run drops by exactly the members' difference in the model, a coalition's members and solo
+    parties stay tasks, and the floor of a protocol with a cohort form stays below its estimate."""
+    from privsim import resources as res
+    from privsim.plan import plan_run
+
+    n, t, trials = 20_000, 10, 4
+
+    def est(transport: LocalTransport, coalition: object = None) -> res.Estimate:
+        return res.estimate(plan_run(SecureSum(), n=n, t=t, trials=trials, record=coalition is not None,
+                                     coalition=coalition, split=True, transport=transport))
+
+    cohort, per_party = est(LocalTransport()), est(PER_PARTY)
+    members = sum(len(ids) for _, ids in LocalTransport().cohort_members(
+        plan_run(SecureSum(), n=n, t=t, trials=trials, record=False, split=True)))
+    assert members == n - 1  # the holders 1..t and the others: every party but party 0
+    peak = max(SecureSum().schedule(n, t).messages_per_round())
+    saved = (members - 2) * res.PARTY_BYTES - members * res.COHORT_MEMBER_BYTES \
+        + (peak * members // n) * (res.MESSAGE_BYTES - res.COHORT_MESSAGE_BYTES)  # two cohort tasks
+    assert per_party.memory - cohort.memory == pytest.approx(saved, abs=res.MESSAGE_BYTES)
+    assert cohort.seconds < per_party.seconds / 3
+    # recorded and solo parties run as tasks: fewer members, a larger estimate
+    coalition = est(LocalTransport(), coalition=tuple(range(1, t + 2)))
+    solo = est(LocalTransport(solo=frozenset(range(100))))
+    assert cohort.memory < solo.memory < per_party.memory and cohort.memory < coalition.memory
+    assert res.floor_estimate(n, trials, cohorts=True).memory <= cohort.memory
+    assert res.floor_estimate(n, trials).memory > res.floor_estimate(n, trials, cohorts=True).memory

@@ -56,7 +56,7 @@ ROWS = [
     (["run", "--protocol", "secure-sum", "--n", "10", "--param", "epsilon=1e-300"],
      "epsilon = 1e-300 is too small for n = 10"),
     (["run", "--protocol", "randomized-response", "--n", "1000000000", "--trials", "10"],
-     "n, trials: this run needs about 4.9 TiB of memory (estimated)"),
+     "n, trials: this run needs about 4.4 TiB of memory (estimated)"),
     (["run", "--protocol", "randomized-response", "--n", "10000000", "--trials", "10", "--max-memory", "6G"],
      "above the 6.0 GiB --max-memory"),
     ([*P, "--trials", "1000000000000"], "n, trials: this run needs about"),

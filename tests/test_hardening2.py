@@ -61,6 +61,7 @@ def files(tmp_path):
     (tmp_path / "exits.py").write_text("import sys\nsys.exit(3)\n")
     (tmp_path / "ctrl_c.py").write_text("raise KeyboardInterrupt\n")
     (tmp_path / "a_file").write_text("x")
+    protocol_file(tmp_path, "trio27.py", head="import trio", party="await trio.sleep(0)")
     return tmp_path
 
 
@@ -81,6 +82,8 @@ ROWS = [
     (["new-protocol", "coin-27", "--dir", "/proc"], "cannot write into --dir /proc"),
     ([*RR, "--executor", "dask", "--workers", "100000"], "workers must be <= 4 per core"),
     (["run", "--protocol", "secure-sum", "--n", "2", "--inputs", "[1e308, 1]"], "1e+308 at index (0,) does not fit"),
+    (["run", "--protocol", "{tmp}/trio27.py:Tally", "--n", "4", "--backend", "asyncio"],
+     "the party awaited a trio primitive under the asyncio backend: use --backend trio"),
     ([*RR, "--param", "epsilon=1e-320"], "epsilon = 1e-320 is too small to compute with"),
     (["run", "--protocol", "secure-sum", "--n", "2", "--inputs", "[5, 1]"], "party 0 has 5, outside"),
     (["run", "--protocol", "secure-sum", "--n", "4", "--param", "noise=gaussian", "--param", "rho=0.5",
@@ -94,7 +97,7 @@ ROWS = [
     (["audit", *AUDIT_RR, "1000000000000", "--max-memory", "1G"], "this run needs about 4.7 GiB of memory"),
     # ... and, where that memory is there, because it would run for six weeks
     (["audit", *AUDIT_RR, "1000000000000", "--max-memory", "1T"],
-     "this run would take about 41.6 days (estimated), above --max-time (1.0 days); lower n or trials, or raise "
+     "this run would take about 41.4 days (estimated), above --max-time (1.0 days); lower n or trials, or raise "
      "--max-time"),
     ([*RR, "--max-time", "soon"], "max-time must be a duration like 90s, 30m, 24h or 7d (got 'soon')"),
     ([*RR, "--trials", "10000000", "--max-time", "1s"], "would take about 3 s (estimated), above --max-time (1 s)"),

@@ -51,6 +51,9 @@ async def run_party(routine: Any, ctx: PartyContext, net: PartyNetwork) -> None:
         if isinstance(exc, ValueError) and "read-only" in str(exc):
             hint = ("; received messages and inputs are read-only (a view is what was sent): "
                     "copy before changing, e.g. np.array(value)")
+        elif isinstance(exc, RuntimeError) and "bad yield" in str(exc) and "trio" in str(exc):
+            hint = ("; the party awaited a trio primitive under the asyncio backend: use "
+                    "--backend trio (the default) or asyncio's own primitives")
         raise PartyFailure(f"{who} failed in round {ctx.round}: {type(exc).__name__}: {exc}{hint}", ctx.id,
                            ctx.round) from exc
     ctx._done_round = ctx.round

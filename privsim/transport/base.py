@@ -59,3 +59,9 @@ class Transport(ABC):
     @abstractmethod
     def execute(self, plan: RunPlan) -> TransportRun:
         """Run the single batch ``plan`` describes; raise the run's error, if any."""
+
+    def cohort_members(self, plan: RunPlan) -> list[tuple[str, np.ndarray]]:
+        """The cohorts this transport would run ``plan``'s parties in: ``(role, ids)`` per
+        cohort (docs/architecture.md, "Cohorts"); none unless the transport has cohorts. The
+        resource estimate (:mod:`privsim.resources`) reads it."""
+        return []

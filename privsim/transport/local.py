@@ -97,8 +97,16 @@ class LocalTransport(Transport):
                 rngs.update(zip(c.ids.tolist(), c._rng._rngs))
         return {p: rngs[p].draws for p in ids if p in rngs and rngs[p].draws is not None}
 
-    def _cohorts(self, plan: RunPlan, x: np.ndarray, net: Any, seeder: StreamSeeder) -> list[CohortContext]:
-        """The cohorts of this run: each role's parties outside the recorded coalition and ``solo``."""
+    def cohort_members(self, plan: RunPlan) -> list[tuple[str, np.ndarray]]:
+        """Each cohort role's parties outside the recorded coalition and ``solo`` (ascending),
+        for the roles with two or more such parties; none with ``cohorts=False``.
+
+        >>> from privsim.plan import plan_run
+        >>> from privsim.protocols.secure_sum import SecureSum
+        >>> plan = plan_run(SecureSum(), n=6, t=1, record=(0,))
+        >>> [(role, ids.tolist()) for role, ids in LocalTransport().cohort_members(plan)]
+        [('others', [2, 3, 4, 5])]
+        """
         if not self.cohorts:
             return []
         roles = plan.protocol.cohorts(plan.n, plan.t)
@@ -106,11 +114,17 @@ class LocalTransport(Transport):
             return []
         keep_all = plan.recorded == "all"  # every party's messages and tapes are kept, cohorts' too
         solo = (set() if keep_all or plan.recorded is None else set(plan.recorded)) | set(self.solo)
-        trials, out = plan.trials, []
+        out = []
         for role, members in roles.items():
             ids = np.array(sorted(set(members) - solo), dtype=np.int64)
-            if len(ids) < 2:  # one party alone is just a party
-                continue
+            if len(ids) >= 2:  # one party alone is just a party
+                out.append((role, ids))
+        return out
+
+    def _cohorts(self, plan: RunPlan, x: np.ndarray, net: Any, seeder: StreamSeeder) -> list[CohortContext]:
+        """The cohorts of this run (:meth:`cohort_members`), each with its members' streams."""
+        trials, keep_all, out = plan.trials, plan.recorded == "all", []
+        for role, ids in self.cohort_members(plan):
 
             def rngs(ids: np.ndarray = ids) -> list:
                 return [seeder.rng(p, trials, record=keep_all) for p in ids.tolist()]
