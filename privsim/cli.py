@@ -322,8 +322,16 @@ def _run_headline(path: Path, plot: Path | None, json_out: bool, trials: int | N
         raise ParameterError(f"t must satisfy 0 <= t < every n (t = {kwargs['t']}, smallest n = "
                              f"{min(kwargs['ns'])}); it would be clamped silently")
     runs = len(DEFAULT_PROTOCOLS) * len(kwargs["ns"])  # one simulation per protocol and n
+    def affordable(est: Any) -> None:  # before the first run: refuse what cannot fit, announce what is long
+        from privsim import resources
+
+        resources.check_memory(est, resources.available_memory())
+        if est.seconds > 60:
+            _warn(f"privsim: the headline comparison will take about {resources.format_seconds(est.seconds)} "
+                  f"(estimated; {resources.format_bytes(est.memory)} peak, {est.batches} runs); Ctrl-C stops it")
+
     with progress_bar(runs, "headline", unit="runs", enabled=progress) as advance:
-        data = headline_study(**kwargs, progress=lambda _: advance(1))
+        data = headline_study(**kwargs, progress=lambda _: advance(1), on_estimate=affordable)
     if plot is not None:
         plot_headline(str(plot), data)
         data["plot"] = str(plot)

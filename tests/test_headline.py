@@ -240,3 +240,28 @@ def test_the_module_prints_a_row_above_a_protocols_max_n(monkeypatch, capsys, tm
     assert headline.main(["ignored.toml"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "secagg: rmse=   4.200" in out[0] and "secagg:" in out[1] and "rmse" not in out[1].split("secagg:")[1]
+
+
+def test_a_long_headline_comparison_is_announced_and_the_estimate_reads_its_runs(tmp_path, capsys, monkeypatch):
+    """Issue 27: the headline comparison says, before its first run, how long it will take
+    (the sum of its runs' estimates), and is refused when its largest run cannot fit."""
+    import privsim.resources as res
+    from privsim.cli import main
+
+    scenario = tmp_path / "h.toml"
+    scenario.write_text('protocol = "headline"\nns = [16, 32]\nt = 1\ntrials = 50\nseed = 3\n')
+    est = headline_module.headline_estimate([16, 32], t=1, trials=50, seed=3)
+    assert est.batches == 2 * len(headline_module.DEFAULT_PROTOCOLS)  # every protocol at both n
+    monkeypatch.setattr(res, "START_SECONDS", 10.0)  # each run now costs at least 10 s in the model
+    longer = headline_module.headline_estimate([16, 32], t=1, trials=50, seed=3)
+    assert longer.seconds - est.seconds == pytest.approx(9.75 * est.batches)
+    main(["run", str(scenario), "--no-progress", "--json"])
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["ns"] == [16, 32]
+    assert re.search(rf"the headline comparison will take about {res.format_seconds(longer.seconds)} \(estimated; "
+                     rf".* {est.batches} runs\); Ctrl-C stops it", captured.err), captured.err
+    monkeypatch.setattr(res, "available_memory", lambda: 1 << 20)
+    with pytest.raises(SystemExit) as stop:
+        main(["run", str(scenario), "--no-progress", "--json"])
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and captured.out == "" and "of memory (estimated), above the 1.0 MiB" in captured.err

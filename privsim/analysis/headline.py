@@ -71,7 +71,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,8 +90,8 @@ from privsim.protocols.shuffle import ShuffleRR
 from privsim.protocols.shuffle_sum import ShuffleSum
 from privsim.simulate import simulate
 
-__all__ = ["DEFAULT_PROTOCOLS", "PROTOCOLS", "HeadlineProtocol", "headline_study", "plot_headline",
-           "load_headline_scenario", "main"]
+__all__ = ["DEFAULT_PROTOCOLS", "PROTOCOLS", "HeadlineProtocol", "headline_estimate", "headline_study",
+           "load_headline_scenario", "main", "plot_headline"]
 
 #: Default n x trials budget per protocol and n.
 MAX_PARTY_TRIALS = 2**21
@@ -183,7 +183,8 @@ def _check_study(ns: list[int], t: int, trials: int, min_trials: int, keys: list
 def headline_study(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trials: int = 200, seed: int = 0, *,
                    max_party_trials: int = MAX_PARTY_TRIALS, min_trials: int = 50, include_ck: bool = True,
                    protocols: Sequence[str] | None = None,
-                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                   progress: Callable[[str], None] | None = None,
+                   on_estimate: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Simulate every SUM protocol of :data:`DEFAULT_PROTOCOLS` (or ``protocols``) for every n in ``ns``.
 
     Parameters
@@ -208,6 +209,10 @@ def headline_study(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trials: 
         Keys of :data:`PROTOCOLS` to run; ``None``: :data:`DEFAULT_PROTOCOLS`.
     progress:
         Called with a short label before each simulation.
+    on_estimate:
+        Called once, before any simulation, with the study's
+        :class:`~privsim.resources.Estimate` (:func:`headline_estimate`; ``batches`` counts
+        the runs).
 
     Returns
     -------
@@ -238,36 +243,84 @@ def headline_study(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trials: 
                            "bound_quarter": [], "bound_half": [], "seed": int(seed),
                            **{k: {"rmse": [], "rmse_theory": [], "messages": [], "messages_per_party": [],
                                   "rounds": []} for k in keys}}
+    runs = list(_study_runs(ns, epsilon, t, trials, keys, max_party_trials, min_trials))
+    if on_estimate is not None:  # from the same protocols, whose schedules and checks the runs reuse
+        on_estimate(_estimate_runs(runs, seed))
+    current = None
+    for n, tn, r, key, proto in runs:
+        if n != current:
+            current = n
+            out["t"].append(tn)
+            out["trials"].append(r)
+            out["bound_quarter"].append(n * (tn + 1) / 4)
+            out["bound_half"].append(n * (tn + 1) / 2)
+        if proto is None:  # too costly to simulate here: not run
+            for field in ("rmse", "rmse_theory", "messages", "messages_per_party", "rounds"):
+                out[key][field].append(None)
+            continue
+        if progress is not None:
+            progress(f"{proto.name} n={n} trials={r}")
+        # independent randomness per protocol and n (a curator's stream does not depend on n:
+        # with one seed, the central mechanism would add the same noise at every n)
+        stream = np.random.SeedSequence(seed, spawn_key=(list(PROTOCOLS).index(key), n))
+        sub_seed = int(stream.generate_state(1)[0])
+        res = simulate(proto, _half(n), trials=r, seed=sub_seed, t=tn, record=False)
+        entry = out[key]
+        entry["rmse"].append(float(np.sqrt(np.mean(np.square(res.error)))))
+        entry["rmse_theory"].append(PROTOCOLS[key].sd(proto, n, tn))
+        entry["messages"].append(int(res.messages))
+        entry["messages_per_party"].append(res.messages / n)
+        entry["rounds"].append(int(res.rounds))
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def _half(n: int) -> np.ndarray:
+    """The study's inputs: the first half of the parties hold 1 (the true sum is n/2)."""
+    return (np.arange(n) < n // 2).astype(np.int64)
+
+
+def _study_runs(ns: list[int], epsilon: float, t: int, trials: int, keys: list[str], max_party_trials: int,
+                min_trials: int) -> Iterator[tuple[int, int, int, str, Protocol | None]]:
+    """Every run of the study in order: ``(n, t, trials, key, protocol)``, the protocol ``None``
+    where n is above the protocol's ``max_n`` (not run). The study and its estimate read these."""
     for n in ns:
         tn = min(t, n - 1)
         r = max(min_trials, min(trials, max_party_trials // n))
-        x = (np.arange(n) < n // 2).astype(np.int64)  # "half": the true sum is n/2
-        out["t"].append(tn)
-        out["trials"].append(r)
-        out["bound_quarter"].append(n * (tn + 1) / 4)
-        out["bound_half"].append(n * (tn + 1) / 2)
         for key in keys:
             spec = PROTOCOLS[key]
-            if spec.max_n is not None and n > spec.max_n:  # too costly to simulate here: not run
-                for field in ("rmse", "rmse_theory", "messages", "messages_per_party", "rounds"):
-                    out[key][field].append(None)
-                continue
-            proto = spec.build(epsilon, n)
-            if progress is not None:
-                progress(f"{proto.name} n={n} trials={r}")
-            # independent randomness per protocol and n (a curator's stream does not depend on n:
-            # with one seed, the central mechanism would add the same noise at every n)
-            stream = np.random.SeedSequence(seed, spawn_key=(list(PROTOCOLS).index(key), n))
-            sub_seed = int(stream.generate_state(1)[0])
-            res = simulate(proto, x, trials=r, seed=sub_seed, t=tn, record=False)
-            entry = out[key]
-            entry["rmse"].append(float(np.sqrt(np.mean(np.square(res.error)))))
-            entry["rmse_theory"].append(spec.sd(proto, n, tn))
-            entry["messages"].append(int(res.messages))
-            entry["messages_per_party"].append(res.messages / n)
-            entry["rounds"].append(int(res.rounds))
-    out["seconds"] = time.perf_counter() - start
-    return out
+            yield n, tn, r, key, None if spec.max_n is not None and n > spec.max_n else spec.build(epsilon, n)
+
+
+def headline_estimate(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trials: int = 200, seed: int = 0, *,
+                      max_party_trials: int = MAX_PARTY_TRIALS, min_trials: int = 50, include_ck: bool = True,
+                      protocols: Sequence[str] | None = None) -> Any:
+    """The peak memory and time :func:`headline_study` with the same arguments is estimated to
+    take (:mod:`privsim.resources`: the largest run's memory, the runs' times summed), before
+    it starts; the CLI says so when it expects over a minute and refuses beyond ``--max-time``.
+
+    >>> e = headline_estimate([32, 64], t=1, trials=50, protocols=("rr", "secure_sum"))
+    >>> e.batches, e.seconds < 60
+    (4, True)
+    """
+    ns = [int(n) for n in ns]
+    keys = list(DEFAULT_PROTOCOLS) if protocols is None else [str(k) for k in protocols]
+    if not include_ck:
+        keys = [k for k in keys if k != "ck_sum"]
+    _check_study(ns, t, trials, min_trials, keys)
+    return _estimate_runs(list(_study_runs(ns, epsilon, t, trials, keys, max_party_trials, min_trials)), seed)
+
+
+def _estimate_runs(runs: list[tuple[int, int, int, str, Protocol | None]], seed: int) -> Any:
+    from privsim.plan import plan_run
+    from privsim.resources import Estimate, estimate
+
+    memory, seconds, count = 0, 0.0, 0
+    for n, tn, r, _, proto in runs:
+        if proto is not None:
+            e = estimate(plan_run(proto, _half(n), trials=r, seed=seed, t=tn, record=False))
+            memory, seconds, count = max(memory, e.memory), seconds + e.seconds, count + 1
+    return Estimate(memory=memory, seconds=seconds, batches=count)
 
 
 def _lines_per_party(ax: Any, data: dict[str, Any]) -> None:
