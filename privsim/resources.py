@@ -62,7 +62,8 @@ TRIAL_BYTES = 150
 PARTY_ROUND_SECONDS = 1e-5
 #: Seconds per message sent (outbox, schedule check, delivery).
 MESSAGE_SECONDS = 2.5e-5
-#: Seconds per message value and trial (random draws and arithmetic in numpy).
+#: Seconds per message value and trial (random draws and arithmetic in numpy; a protocol whose own
+#: work is far above it says so in ``Protocol.seconds_per_value``).
 VALUE_SECONDS = 7.4e-8
 #: Fixed seconds per batch (contexts, seeding, estimator).
 BATCH_SECONDS = 0.01
@@ -256,10 +257,12 @@ def estimate(plan: RunPlan | AuditPlan, *, workers: int = 1) -> Estimate:
         members = set(audit.members)
         features = 1 + sum(1 for _, s, d in schedule.triples() if s in members or d in members)
     cohorts = run.transport.cohort_members(run)
+    own = run.protocol.seconds_per_value
     return _estimate(run.n + int(run.protocol.has_curator), run.batches[0][1], len(run.batches), run.trials,
                      rounds=max(schedule.rounds, 1), schedule_messages=schedule.messages, peak_round=max(per_round),
                      workers=workers, audit=None if audit is None else audit.split, features=features,
-                     cohorts=len(cohorts), in_cohorts=sum(len(ids) for _, ids in cohorts))
+                     cohorts=len(cohorts), in_cohorts=sum(len(ids) for _, ids in cohorts),
+                     value_seconds=VALUE_SECONDS if own is None else max(float(own), VALUE_SECONDS))
 
 
 def estimate_run(protocol: Any, n: int, t: int | None, trials: int, *, workers: int = 1) -> Estimate:
@@ -278,7 +281,7 @@ def estimate_run(protocol: Any, n: int, t: int | None, trials: int, *, workers: 
 
 def _estimate(ids: int, size: int, batches: int, trials: int, *, rounds: int, schedule_messages: int,
               peak_round: int, workers: int, audit: AuditSplit | None, features: int, cohorts: int = 0,
-              in_cohorts: int = 0) -> Estimate:
+              in_cohorts: int = 0, value_seconds: float = VALUE_SECONDS) -> Estimate:
     sims = batches * (2 if audit is not None else 1)  # an audit simulates every batch under x and x'
     workers = max(1, min(workers, sims))
     # A cohort is one task for its members; their messages (in proportion, as an estimate) cost
@@ -301,7 +304,7 @@ def _estimate(ids: int, size: int, batches: int, trials: int, *, rounds: int, sc
     memory += (sims * PICK_BYTES if audit is not None else 0) + (sims * TASK_BYTES if workers > 1 else 0)
     # Worker processes each hold an interpreter and one batch; the local executor one batch.
     memory += batch if workers == 1 else workers * (BASE_BYTES + batch)
-    value_seconds = VALUE_SECONDS * (AUDIT_VALUE_FACTOR if audit is not None else 1.0)
+    value_seconds *= AUDIT_VALUE_FACTOR if audit is not None else 1.0
     per_batch = (BATCH_SECONDS + tasks * rounds * PARTY_ROUND_SECONDS + in_cohorts * COHORT_MEMBER_SECONDS
                  + (schedule_messages - cohort_messages) * MESSAGE_SECONDS + cohort_messages * COHORT_MESSAGE_SECONDS
                  + schedule_messages * size * value_seconds)

@@ -377,6 +377,20 @@ def test_estimates_scale_with_n_and_trials():
         estimate_run(rr, 10**5, None, 10).memory * 10**4 * 1.01
 
 
+def test_a_protocols_own_cost_per_value_enters_the_time_estimate():
+    from privsim.protocols.secagg import SecAgg
+    from privsim.resources import VALUE_SECONDS, estimate_run
+
+    class Cheap(SecAgg):  # the same runs, with the engine's average cost per value
+        seconds_per_value = None
+
+    n, trials = 32, 100
+    dear, cheap = estimate_run(SecAgg(), n, None, trials), estimate_run(Cheap(), n, None, trials)
+    messages = SecAgg().schedule(n, SecAgg().default_t(n)).messages
+    assert dear.memory == cheap.memory
+    assert dear.seconds - cheap.seconds == pytest.approx(messages * trials * (SecAgg.seconds_per_value - VALUE_SECONDS))
+
+
 def test_long_runs_are_announced(capsys, monkeypatch):
     import privsim.resources as res
 

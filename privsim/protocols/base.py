@@ -237,6 +237,10 @@ class Protocol:
         The allowed input values (e.g. ``(0, 1)`` for bits), or ``None`` for any number.
     input_dtype:
         The dtype inputs are converted to.
+    seconds_per_value:
+        For the resource estimate (:mod:`privsim.resources`): the protocol's own seconds of
+        work per message and trial, where it is far above the engine's average (SecAgg's key
+        agreement and PRG, about 1-2 us); ``None``: the average.
 
     Examples
     --------
@@ -266,6 +270,7 @@ class Protocol:
     has_curator: ClassVar[bool] = False
     input_values: ClassVar[tuple | None] = (0, 1)
     input_dtype: ClassVar[Any] = np.int64
+    seconds_per_value: ClassVar[float | None] = None
     params: ClassVar[dict[str, Param]] = {}
 
     def __init_subclass__(cls, **kw: Any) -> None:

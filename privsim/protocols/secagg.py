@@ -186,6 +186,7 @@ class SecAgg(DistributedNoiseSum):
 
     name = "secagg"
     has_curator = True
+    seconds_per_value = 1.1e-6  # measured: the headline study's runs at n = 64..256, 200 trials
     stages: tuple[str, ...] = ("advertise-keys", "share-keys", "masked-input", "consistency-check", "unmasking")
 
     noise = Param("none", type=str, choices=("none", "discrete-gaussian", "skellam", "discrete-laplace"),
@@ -526,6 +527,7 @@ class SecAggPlus(SecAgg):
 
     name = "secagg-plus"
     stages = ("advertise-keys", "share-keys", "masked-input", "unmasking")
+    seconds_per_value = 1.9e-6  # measured: n = 256 and 1024, 200 trials (more key agreements per message)
 
     k = Param(0, type=int, ge=0, doc="neighbours per client (even); 0 = from the failure conditions")
     gamma = Param(0.1, ge=0, lt=1, doc="the fraction of corrupt clients k is chosen for")
