@@ -21,12 +21,12 @@ import numpy as np
 
 from privsim.errors import PartyFailure
 from privsim.network.messages import CohortInbox, CohortOutbox, freeze
-from privsim.parties.rng import TrialRNG
+from privsim.parties.rng import NamedDraws, TrialRNG
 
 __all__ = ["CohortContext", "CohortInbox", "CohortRNG"]  # CohortInbox: privsim.network.messages
 
 
-class CohortRNG:
+class CohortRNG(NamedDraws):
     """The members' random streams, drawn member by member and stacked on axis 1.
 
     Every method of :class:`~privsim.parties.rng.TrialRNG` with the same arguments: ``size``
@@ -66,45 +66,6 @@ class CohortRNG:
             kw = kwargs if not kw_member else {key: (v[:, j] if key in kw_member else v) for key, v in kwargs.items()}
             parts.append(rng._draw(name, a, kw, size))
         return np.stack(parts, axis=1)
-
-    def random(self, size: Any = None) -> np.ndarray:
-        """Uniform floats in [0, 1)."""
-        return self._draw("random", (), {}, size)
-
-    def bernoulli(self, p: Any, size: Any = None) -> np.ndarray:
-        """Booleans, True with probability ``p`` (one uniform per value)."""
-        return self._draw("random", (), {}, size) < p
-
-    def integers(self, low: Any, high: Any = None, size: Any = None, dtype: Any = np.int64,
-                 endpoint: bool = False) -> np.ndarray:
-        """Uniform integers in [low, high) (or [low, high] with ``endpoint``)."""
-        return self._draw("integers", (low, high), {"dtype": dtype, "endpoint": endpoint}, size)
-
-    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> np.ndarray:
-        """Gaussian draws."""
-        return self._draw("normal", (loc, scale), {}, size)
-
-    def laplace(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> np.ndarray:
-        """Laplace draws."""
-        return self._draw("laplace", (loc, scale), {}, size)
-
-    def gamma(self, shape: Any, scale: Any = 1.0, size: Any = None) -> np.ndarray:
-        """Gamma draws."""
-        return self._draw("gamma", (shape, scale), {}, size)
-
-    def __getattr__(self, name: str) -> Callable[..., np.ndarray]:
-        if name.startswith("_") or not hasattr(np.random.Generator, name):
-            raise AttributeError(name)
-
-        def method(*args: Any, size: Any = None, **kwargs: Any) -> np.ndarray:
-            from privsim.parties.rng import _SIZE_FIRST
-
-            if name in _SIZE_FIRST and args:
-                size, args = args[0], args[1:]
-            return self._draw(name, args, kwargs, size)
-
-        method.__name__ = name
-        return method
 
 
 class CohortContext:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
-__all__ = ["TRIAL_BLOCK", "TrialRNG", "StreamSeeder", "block_range"]
+__all__ = ["TRIAL_BLOCK", "NamedDraws", "StreamSeeder", "TrialRNG", "block_range"]
 
 #: Trials per seeding block. Batches of a split simulation are whole blocks.
 TRIAL_BLOCK = 1024
@@ -110,7 +110,63 @@ _SIZE_FIRST = {"random", "standard_normal", "standard_exponential", "standard_ca
 _NO_SLICE = {"choice"}
 
 
-class TrialRNG:
+class NamedDraws:
+    """numpy's Generator methods by name, each one ``_draw(name, args, kwargs, size)`` of the
+    subclass (:class:`TrialRNG`: one party; :class:`~privsim.parties.cohort.CohortRNG`: a cohort).
+
+    >>> class Echo(NamedDraws):
+    ...     def _draw(self, name, args, kwargs, size):
+    ...         return name, args, size
+    >>> Echo().normal(0.0, 2.0, size=3), Echo().standard_normal(4)
+    (('normal', (0.0, 2.0), 3), ('standard_normal', (), 4))
+    """
+
+    __slots__ = ()
+
+    def _draw(self, name: str, args: tuple, kwargs: dict, size: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    # The common methods, spelled out for readability; any other Generator method with a
+    # ``size`` keyword works through __getattr__.
+    def random(self, size: Any = None) -> np.ndarray:
+        """Uniform floats in [0, 1)."""
+        return self._draw("random", (), {}, size)
+
+    def bernoulli(self, p: Any, size: Any = None) -> np.ndarray:
+        """Booleans, True with probability ``p`` (one uniform per value)."""
+        return self._draw("random", (), {}, size) < p
+
+    def integers(self, low: Any, high: Any = None, size: Any = None, dtype: Any = np.int64,
+                 endpoint: bool = False) -> np.ndarray:
+        """Uniform integers in [low, high) (or [low, high] with ``endpoint``)."""
+        return self._draw("integers", (low, high), {"dtype": dtype, "endpoint": endpoint}, size)
+
+    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> np.ndarray:
+        """Gaussian draws."""
+        return self._draw("normal", (loc, scale), {}, size)
+
+    def laplace(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> np.ndarray:
+        """Laplace draws."""
+        return self._draw("laplace", (loc, scale), {}, size)
+
+    def gamma(self, shape: Any, scale: Any = 1.0, size: Any = None) -> np.ndarray:
+        """Gamma draws."""
+        return self._draw("gamma", (shape, scale), {}, size)
+
+    def __getattr__(self, name: str) -> Callable[..., np.ndarray]:
+        if name.startswith("_") or not hasattr(np.random.Generator, name):
+            raise AttributeError(name)
+
+        def method(*args: Any, size: Any = None, **kwargs: Any) -> np.ndarray:
+            if name in _SIZE_FIRST and args:
+                size, args = args[0], args[1:]
+            return self._draw(name, args, kwargs, size)
+
+        method.__name__ = name
+        return method
+
+
+class TrialRNG(NamedDraws):
     """A party's random generator: numpy's Generator API with a leading trial axis.
 
     Every draw has shape ``(trials, *size)``: ``size`` is the shape *per trial*.
@@ -163,43 +219,3 @@ class TrialRNG:
         if isinstance(x, np.ndarray) and x.ndim == len(shape) + 1 and x.shape[0] == self.trials:
             return x[lo:hi]
         return x
-
-    # The common methods, spelled out for readability; any other Generator method with a
-    # ``size`` keyword works through __getattr__.
-    def random(self, size: Any = None) -> np.ndarray:
-        """Uniform floats in [0, 1)."""
-        return self._draw("random", (), {}, size)
-
-    def bernoulli(self, p: Any, size: Any = None) -> np.ndarray:
-        """Booleans, True with probability ``p`` (one uniform per value)."""
-        u = self._draw("random", (), {}, size)
-        return u < p
-
-    def integers(self, low: Any, high: Any = None, size: Any = None, dtype: Any = np.int64,
-                 endpoint: bool = False) -> np.ndarray:
-        """Uniform integers in [low, high) (or [low, high] with ``endpoint``)."""
-        return self._draw("integers", (low, high), {"dtype": dtype, "endpoint": endpoint}, size)
-
-    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> np.ndarray:
-        """Gaussian draws."""
-        return self._draw("normal", (loc, scale), {}, size)
-
-    def laplace(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> np.ndarray:
-        """Laplace draws."""
-        return self._draw("laplace", (loc, scale), {}, size)
-
-    def gamma(self, shape: Any, scale: Any = 1.0, size: Any = None) -> np.ndarray:
-        """Gamma draws."""
-        return self._draw("gamma", (shape, scale), {}, size)
-
-    def __getattr__(self, name: str) -> Callable[..., np.ndarray]:
-        if name.startswith("_") or not hasattr(np.random.Generator, name):
-            raise AttributeError(name)
-
-        def method(*args: Any, size: Any = None, **kwargs: Any) -> np.ndarray:
-            if name in _SIZE_FIRST and args:
-                size, args = args[0], args[1:]
-            return self._draw(name, args, kwargs, size)
-
-        method.__name__ = name
-        return method
