@@ -19,37 +19,39 @@ Same setting: privsim's degree k and threshold t + 1 are Flower's ``num_shares =
 The mapping (every Flower message goes through the server; Flower stage: instructions
 server -> clients, replies clients -> server):
 
-=========================  ===============================  ===========================================
-Flower stage               instructions (server -> client)  replies (client -> server)
-=========================  ===============================  ===========================================
-setup                      n: the configuration; no privsim   round 1, advertise-keys (one each)
-                           message (its parameters are public)
-share_keys                 round 2, keys back (one each)    round 3, share-keys: a reply bundles the
-                                                            sender's ciphertexts, one per privsim
-                                                            share message (same (sender, receiver) pairs)
-collect_masked_vectors     the relay's second leg: one per  round 4, masked-input (one each)
-                           client, bundling the ciphertexts
-                           addressed to it (no privsim
-                           message: privsim delivers round 3
-                           on the private channel u -> v)
-unmask                     round 5, unmasking (survivors)   round 6, unmasking (shares): same
-                                                            (holder, owner) share pairs
-=========================  ===============================  ===========================================
+======================  ===================================  =========================================
+Flower stage            instructions (server -> client)      replies (client -> server)
+======================  ===================================  =========================================
+setup                   n configurations: no privsim         round 1, advertise-keys (one each)
+                        message (its parameters are public)
+share_keys              round 2, keys back (one each)        round 3, share-keys: a reply bundles its
+                                                             sender's ciphertexts, one per privsim
+                                                             share message (same sender -> receiver
+                                                             pairs)
+collect_masked_vectors  the relay's second leg: one per      round 4, masked-input (one each)
+                        client, bundling the ciphertexts
+                        addressed to it (no privsim
+                        message: privsim delivers round 3
+                        on the private channel u -> v)
+unmask                  round 5, unmasking (survivors)       round 6, unmasking (shares): the same
+                                                             (holder, owner) share pairs
+======================  ===================================  =========================================
 
 Without dropouts Flower sends 8n messages and privsim n(k + 5): Flower's count is
 privsim's minus the n k share messages, plus the 2n bundled messages that relay them
 (up and down), plus the n setup instructions.
 
-With dropouts: a Flower reply is a privsim message present at the matching round, and a
-ciphertext uploaded one present in round 3; privsim's schedule is oblivious, so its
-server sends to all n clients every time and a dropped client's messages travel as
-absences (``absent_messages``), whereas Flower instructs, at each stage, only the clients
-that replied at the previous one, and forwards only the ciphertexts addressed to clients
-that replied at share_keys. A client that stops before masked-input (Flower: before
-collect_masked_vectors) halts Flower's workflow at unmask, where privsim releases the
-survivors' sum: Flower asks every holder for a share of every sampled client outside
-the survivors (not only those that shared keys, U2 minus U3 in Bell et al.), holders
-that never received one fail, and the server needs t + 1 shares of every sampled client.
+With dropouts (an error reply counts as received): a Flower reply is a privsim message
+present at the matching round, and an uploaded ciphertext a present round-3 message.
+privsim's schedule is oblivious, so its server sends to all n clients every time and a
+dropped client's messages travel as absences (``absent_messages``), whereas Flower
+instructs, at each stage, only the clients that replied at the previous one, and
+forwards only the ciphertexts addressed to clients that replied at share_keys. A client
+that stops before masked-input (Flower: before collect_masked_vectors) halts Flower's
+workflow at unmask, where privsim releases the survivors' sum: Flower asks every holder
+for a share of every sampled client outside the survivors (not only of those that shared
+keys, U2 minus U3 in Bell et al.), holders that never received one fail, and the server
+needs t + 1 shares of every sampled client.
 """
 
 from __future__ import annotations
