@@ -17,7 +17,9 @@ from privsim.network.schedule import Schedule
 from privsim.parties.cohort import CohortRNG
 from privsim.parties.rng import StreamSeeder, block_range
 from privsim.protocols.ck_sum import CKSum
+from privsim.protocols.randomized_response import RandomizedResponseDistributed
 from privsim.protocols.secure_sum import SecureSum
+from privsim.protocols.shuffle_sum import ShuffleSum
 from privsim.transport.local import LocalTransport
 
 PER_PARTY = LocalTransport(cohorts=False)
@@ -86,6 +88,23 @@ def test_ck_sum_with_cohorts_is_the_per_party_run_bit_for_bit(params: dict, n: i
     x = (np.arange(n) * 5 % 2).tolist()
     for coalition in (None, "0", f"{n - 1}", "1,3"):
         kw = dict(trials=5, seed=21, t=t, coalition=coalition)
+        a, b = privsim.simulate(proto, x, **kw), privsim.simulate(proto, x, transport=PER_PARTY, **kw)
+        assert_same_run(a, b)
+        if coalition is not None:
+            assert_same_view(a, b, coalition)
+
+
+@pytest.mark.parametrize("make, x", [
+    (lambda: RandomizedResponseDistributed(epsilon=1.0), (np.arange(21) % 2).tolist()),
+    (lambda: RandomizedResponseDistributed(epsilon=0.3), [1, 0, 1]),
+    (lambda: ShuffleSum(epsilon=1.0), (np.arange(17) % 3 / 4).tolist()),
+    (lambda: ShuffleSum(epsilon=0.5, precision=7), (np.arange(9) % 2).tolist()),
+], ids=["rr-distributed", "rr-distributed-3", "shuffle-sum", "shuffle-sum-p7"])
+def test_rr_distributed_and_shuffle_sum_with_cohorts_are_the_per_party_run_bit_for_bit(make, x) -> None:
+    proto, n = make(), len(x)
+    assert proto.cohorts(n, 0)
+    for coalition in (None, "0", f"{n - 1}", "1,2", "C" if proto.has_curator else "0,1"):
+        kw = dict(trials=7, seed=31, coalition=coalition)
         a, b = privsim.simulate(proto, x, **kw), privsim.simulate(proto, x, transport=PER_PARTY, **kw)
         assert_same_run(a, b)
         if coalition is not None:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from privsim.network.schedule import CURATOR, Schedule
+from privsim.parties.cohort import CohortContext
 from privsim.parties.context import PartyContext
 from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
 
@@ -124,6 +125,20 @@ class RandomizedResponseDistributed(_RRMath):
             await ctx.end_round()
             k = (await ctx.end_round())[0]
         ctx.output(k)
+
+    def cohorts(self, n: int, t: int) -> dict[str, Sequence[int]]:
+        """Parties 1..n-1, who send their flip to party 0 (who collects, alone).
+
+        >>> RandomizedResponseDistributed().cohorts(5, 0)
+        {'senders': range(1, 5)}
+        """
+        return {"senders": range(1, n)}
+
+    async def cohort(self, role: str, cctx: CohortContext) -> None:
+        """:meth:`party` for many senders at once."""
+        cctx.send(0, self.flip(cctx))  # type: ignore[arg-type]  # flip reads only rng and input
+        await cctx.end_round()
+        cctx.output((await cctx.end_round()).from_party(0))
 
     def estimate(self, outputs: dict, n: int, t: int) -> np.ndarray:
         return self.debias(outputs[0], n)

@@ -97,9 +97,10 @@ from privsim.mechanisms.noise import (
     discrete_laplace_shares_variance,
     discrete_laplace_tail_bound,
 )
-from privsim.mechanisms.sharing import choose_modulus, reconstruct, share, to_signed
+from privsim.mechanisms.sharing import choose_modulus, reconstruct, share, share_unchecked, to_signed
 from privsim.mechanisms.shuffle_accounting import polya_difference_epsilon, split_mix_delta, split_mix_messages
 from privsim.network.schedule import CURATOR, Schedule
+from privsim.parties.cohort import CohortContext
 from privsim.parties.context import PartyContext
 from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
 from privsim.protocols.secure_sum import WRAP_FAILURE_LOG2, modulus_bits
@@ -206,7 +207,7 @@ class ShuffleSum(Protocol):
         users = [(i, SHUFFLER) for i in range(n) if i != SHUFFLER]
         return Schedule(n, [users] * self.messages_for(n, t) + [[(SHUFFLER, CURATOR)]], curator=True)
 
-    def encode(self, ctx: PartyContext, q: int) -> np.ndarray:
+    def encode(self, ctx: PartyContext | CohortContext, q: int) -> np.ndarray:
         """y = floor(x p) + Bern(frac(x p)) + (this party's noise share), mod q (trial axis first)."""
         p = self.precision_for(ctx.n)
         scaled = np.asarray(ctx.input, dtype=np.float64) * p
@@ -230,6 +231,24 @@ class ShuffleSum(Protocol):
             multiset = np.sort(np.concatenate([shares, np.stack(received, axis=1)], axis=1), axis=1)
             ctx.send(CURATOR, multiset, bits=ctx.n * m * bits)
             await ctx.end_round()
+
+    def cohorts(self, n: int, t: int) -> dict[str, Sequence[int]]:
+        """The users: every party but the shuffler (who runs alone).
+
+        >>> ShuffleSum().cohorts(5, 0)
+        {'users': [1, 2, 3, 4]}
+        """
+        return {"users": [i for i in range(n) if i != SHUFFLER]}
+
+    async def cohort(self, role: str, cctx: CohortContext) -> None:
+        """:meth:`party` for many users at once: each sends its m shares, one per round."""
+        q = self.modulus_for(cctx.n, cctx.t)
+        m = self.messages_for(cctx.n, cctx.t)
+        bits = modulus_bits(q)
+        shares = share_unchecked(cctx.rng, self.encode(cctx, q), q, m, ())  # (R, k, m); q, m checked by the run
+        for k in range(m):
+            cctx.send(SHUFFLER, shares[:, :, k], bits=bits)
+            await cctx.end_round()
 
     async def curator(self, ctx: PartyContext) -> None:
         q = self.modulus_for(ctx.n, ctx.t)
