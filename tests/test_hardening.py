@@ -235,7 +235,12 @@ def test_interrupt_stops_cleanly(tmp_path, command, executor, sig):
     assert not _left_running(workers), "worker processes left behind"
 
 
-_TCP_SCRIPT = """
+# A script started from a terminal has Python's own Ctrl-C handler; one started by a background
+# job inherits SIGINT ignored (POSIX), and Python then keeps it ignored: the tests' scripts
+# restore the handler, so that they behave as a user's script does whatever runs the suite.
+_AS_IN_A_TERMINAL = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+_TCP_SCRIPT = _AS_IN_A_TERMINAL + """
 import subprocess, sys
 import numpy as np
 import privsim.transport.launcher as launcher
@@ -275,7 +280,7 @@ def test_sigint_stops_the_tcp_api_while_parties_start(tmp_path):
         os.kill(own, signal.SIGKILL)
 
 
-_API_SCRIPT = """
+_API_SCRIPT = _AS_IN_A_TERMINAL + """
 import subprocess, sys
 import numpy as np
 import privsim
