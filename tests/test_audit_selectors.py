@@ -225,6 +225,37 @@ def test_trees_score_computes_only_the_features_split_on_and_scores_as_the_model
     np.testing.assert_array_equal(score(views), full)
 
 
+def test_trees_score_tables_equal_the_models_prediction_bit_for_bit():
+    # The look-up tables that score the estimation trials must give the model's own
+    # log-odds exactly, on rows at, just below and just above every threshold the trees
+    # split on (a "<=" read as "<" would move those rows to the other leaf), and on
+    # residues of integer columns.
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from privsim.analysis.audit_selectors import _features
+
+    rng = np.random.default_rng(np.random.SeedSequence(11))
+    n = 6000
+    views = np.column_stack([rng.normal(size=n), rng.integers(0, 40, n).astype(float), rng.laplace(size=n)])
+    label = (views[:, 0] + views[:, 1] % 2 + np.abs(views[:, 2]) + rng.normal(size=n) > 1.2).astype(float)
+    indices, moduli = (0, 1, 1, 2), (0, 0, 2, 0)
+    model = HistGradientBoostingClassifier(max_iter=30, max_leaf_nodes=15, learning_rate=0.25,
+                                           random_state=0).fit(_features(views, indices, moduli), label)
+    score = TreeScore(model, indices, moduli, ("a", "b", "b mod 2", "c"), (0, 1, 2, 3))
+    assert score._tables is not None
+    cuts = np.concatenate([tree.nodes["num_threshold"][~tree.nodes["is_leaf"].astype(bool)]
+                           for trees in model._predictors for tree in trees])
+    assert cuts.size > 30
+    edge = np.concatenate([cuts, np.nextafter(cuts, -np.inf), np.nextafter(cuts, np.inf)])
+    test = np.column_stack([rng.normal(size=edge.size), rng.integers(0, 40, edge.size).astype(float),
+                            rng.laplace(size=edge.size)])
+    test = np.concatenate([test, views])
+    test[:edge.size, 0], test[:edge.size, 2] = edge, edge[::-1]
+    expected = model.decision_function(_features(test, indices, moduli))
+    np.testing.assert_array_equal(score(test), expected)
+    assert np.unique(expected).size > 100
+
+
 def test_the_view_selector_alone_is_the_former_rule():
     rng = np.random.default_rng(np.random.SeedSequence(3))
     vx, vxp = rng.laplace(1.0, 1.0, size=(20_000, 1)), rng.laplace(0.0, 1.0, size=(20_000, 1))

@@ -17,6 +17,7 @@ so ``violated`` turns true.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from _fast_audit import fast_audit
 
@@ -78,3 +79,30 @@ def test_ck_sum_at_its_own_threshold():
     for coalition in (neighbours[:3], neighbours[1:], [5, 6, 7]):
         r = fast_audit(proto, X8, coalition=",".join(map(str, coalition)), neighbor=4, trials=20_000, seed=7, t=3)
         assert not r.violated
+
+
+def test_criterion_argmax_is_the_argmax_of_every_bound():
+    # The pruned search must return the very index np.argmax of the full criterion does,
+    # ties to the first: nested threshold counts (a smooth and a discrete score, both
+    # orientations, delta > 0 too), rare events with no x' row, and flat ties.
+    from privsim.analysis.audit_select import _criterion_argmax, _selection_criterion
+
+    rng = np.random.default_rng(np.random.SeedSequence(17))
+    cases = []
+    for shift, n, discrete in ((0.3, 5000, False), (2.0, 20_000, False), (0.0, 3000, False), (1.0, 4000, True)):
+        s_x, s_xp = rng.normal(shift, 1, n), rng.normal(0, 1, n)
+        if discrete:
+            s_x, s_xp = np.round(s_x), np.round(s_xp)
+        cuts = np.unique(np.concatenate([s_x, s_xp]))[1:]
+        k_x = n - np.searchsorted(np.sort(s_x), cuts)
+        k_xp = n - np.searchsorted(np.sort(s_xp), cuts)
+        cases.append((np.concatenate([k_x, n - k_x]), n, np.concatenate([k_xp, n - k_xp]), n))
+    cases.append((np.full(300, 50), 1000, np.full(300, 20), 1000))  # all equal: index 0
+    cases.append((np.zeros(40, dtype=int), 1000, np.full(40, 1000), 1000))  # nothing certifiable
+    checked = 0
+    for k_x, n_x, k_xp, n_xp in cases:
+        for delta in (0.0, 1e-3):
+            full = _selection_criterion(k_x, n_x, k_xp, n_xp, delta, 1e-4)
+            assert _criterion_argmax(k_x, n_x, k_xp, n_xp, delta, 1e-4) == int(np.argmax(full))
+            checked += 1
+    assert checked == 12

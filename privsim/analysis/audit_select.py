@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 from scipy import optimize, special, stats
 
-from privsim.analysis.audit_bounds import check_level, oriented_bounds
+from privsim.analysis.audit_bounds import _log_ratio, check_level, oriented_bounds
 from privsim.analysis.audit_events import Event, LinearScore, OutcomeSetEvent, ScoreFn, ThresholdEvent, row_keys
 from privsim.errors import ParameterError
 
@@ -180,11 +180,49 @@ def _select_threshold(
     alpha_each = _selection_alpha(confidence, 2 * cuts.size, min(n_x, n_xp), n_estimate)
     hits_x = n_x - np.searchsorted(np.sort(s_x), cuts, side="left")  # #{s >= c}
     hits_xp = n_xp - np.searchsorted(np.sort(s_xp), cuts, side="left")
-    upper = _selection_criterion(hits_x, n_x, hits_xp, n_xp, delta, alpha_each)
-    lower = _selection_criterion(n_x - hits_x, n_x, n_xp - hits_xp, n_xp, delta, alpha_each)
-    if upper.max() >= lower.max():
-        return float(cuts[int(np.argmax(upper))]), ">="
-    return float(cuts[int(np.argmax(lower))]), "<"
+    # The events {s >= c}, then {s < c}: the first best of all is that of the side with the
+    # larger maximum ({s >= c} on a tie), and the first best of that side.
+    best = _criterion_argmax(np.concatenate([hits_x, n_x - hits_x]), n_x,
+                             np.concatenate([hits_xp, n_xp - hits_xp]), n_xp, delta, alpha_each)
+    if best < cuts.size:
+        return float(cuts[best]), ">="
+    return float(cuts[best - cuts.size]), "<"
+
+
+_ARGMAX_CHUNK = 128
+
+
+def _criterion_argmax(k_x: np.ndarray, n_x: int, k_xp: np.ndarray, n_xp: int, delta: float,
+                      alpha_each: float) -> int:
+    """``np.argmax(_selection_criterion(k_x, n_x, k_xp, n_xp, delta, alpha_each))``, the same
+    index, with the exact bounds computed only where they can reach the maximum.
+
+    The criterion of an event is at most its plug-in ratio (a Clopper–Pearson lower
+    bound is below the rate, an upper one above), which costs no incomplete-beta
+    inverse; so the candidates are bounded exactly in decreasing order of their plug-in
+    ratio, in chunks, until the next plug-in ratio is below the best bound found. Those
+    never bounded cannot equal it, so the first index of the maximum is the one over
+    all candidates. (The inverse was most of the cost of cutting a threshold on 2^17
+    rows, over 8000 candidates.)
+    """
+    k_x, k_xp = np.asarray(k_x, dtype=float), np.asarray(k_xp, dtype=float)
+    p_hat, q_hat = k_x / n_x, k_xp / n_xp
+    plug = np.maximum(_log_ratio(p_hat - delta, q_hat), _log_ratio(1.0 - q_hat - delta, 1.0 - p_hat))
+    # A margin for rounding (the bounds and the rates are computed along different paths).
+    plug = plug + 1e-9 * (1.0 + np.abs(np.where(np.isfinite(plug), plug, 0.0)))
+    order = np.argsort(-plug, kind="stable")
+    best_value, best_index = -math.inf, None
+    for start in range(0, order.size, _ARGMAX_CHUNK):
+        chunk = order[start:start + _ARGMAX_CHUNK]
+        if best_index is not None and plug[chunk[0]] < best_value:
+            break
+        values = _selection_criterion(k_x[chunk], n_x, k_xp[chunk], n_xp, delta, alpha_each)
+        top = float(values.max())
+        if best_index is None or top > best_value:
+            best_value, best_index = top, int(chunk[values == top].min())
+        elif top == best_value:
+            best_index = min(best_index, int(chunk[values == top].min()))
+    return 0 if best_index is None else best_index
 
 
 @dataclass(frozen=True, eq=False)
