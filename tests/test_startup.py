@@ -1,15 +1,20 @@
 """Start-up of a TCP party process (issue 29): it imports what a party needs, not scipy.stats,
-networkx or the continual-release machinery."""
+networkx or the continual-release machinery; and it takes secure sum's modulus from the peers
+file rather than importing scipy.special for the noise's tail bound."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from privsim import mechanisms
+from privsim.protocols import get_protocol
+from privsim.transport import PeersConfig
 
 HEAVY = ("scipy.stats", "scipy.optimize", "networkx", "privsim.mechanisms.blt", "privsim.mechanisms.tree",
          "privsim.mechanisms.sketch")
@@ -27,6 +32,39 @@ def test_a_secure_sum_party_does_not_import_what_it_does_not_need() -> None:
     out = subprocess.run([sys.executable, "-c", PARTY.format(heavy=HEAVY)], capture_output=True, text=True,
                          check=True)
     assert json.loads(out.stdout) == []
+
+
+# What party.main and party._run do before the first round (the listening socket and the links aside).
+BEFORE_FIRST_ROUND = """
+import json, sys
+from privsim.parties.rng import StreamSeeder, block_range
+from privsim.protocols.inputs import prepare_inputs
+from privsim.transport.party import _check_run
+from privsim.transport.peers import load_peers
+cfg = load_peers(sys.argv[1])
+_check_run(cfg, None)
+protocol = cfg.build()
+protocol.check_setting(cfg.n, cfg.t)
+protocol.cached_schedule(cfg.n, cfg.t)
+prepare_inputs(protocol, cfg.inputs, cfg.trials, cfg.n)
+StreamSeeder(cfg.seed, cfg.n, block_range(cfg.trials, cfg.block_offset))
+print(json.dumps({"modulus": protocol.modulus_for(cfg.n, cfg.t), "scipy": sorted(m for m in sys.modules
+                  if m == "scipy" or m.startswith("scipy."))[:3]}))
+"""
+
+
+@pytest.mark.parametrize("params", [{}, {"noise": "discrete-laplace", "epsilon": 0.5}, {"modulus": 1 << 30}],
+                         ids=["laplace", "discrete-laplace", "given-modulus"])
+def test_a_party_process_takes_the_modulus_from_the_peers_file_and_imports_no_scipy(tmp_path, params):
+    proto = get_protocol("secure-sum", **params)
+    cfg = PeersConfig.create(proto, np.arange(5) % 2, t=2, trials=2, seed=3,
+                             addresses={p: ("127.0.0.1", 4000 + p) for p in range(5)})
+    peers = cfg.write(tmp_path / "peers.json")
+    assert cfg.precomputed == {"modulus": proto.modulus_for(5, 2)}
+    assert PeersConfig.from_json(cfg.to_json()).precomputed == cfg.precomputed
+    out = subprocess.run([sys.executable, "-c", BEFORE_FIRST_ROUND, str(peers)], capture_output=True, text=True,
+                         check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+    assert json.loads(out.stdout) == {"modulus": proto.modulus_for(5, 2), "scipy": []}
 
 
 @pytest.mark.parametrize("name", ["FastGaMe", "laplace_tail_bound", "share", "analytic_gaussian_sigma"])

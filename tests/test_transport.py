@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import privsim
-from privsim import PartyFailure, ScheduleViolation
+from privsim import ParameterError, PartyFailure, ScheduleViolation
 from privsim.cli import main
 from privsim.network.schedule import party_ids
 from privsim.protocols import REGISTRY, get_protocol
@@ -172,6 +172,58 @@ async def test_privsim_party_runs_one_party_as_another_host_would(tmp_path):
     assert (line["party"], line["messages"], line["error"]) == ("1", 1, None)
     other = PartyReport.from_bytes((tmp_path / "1.report").read_bytes())
     assert same_bits(other.output, local.outputs[1]) and same_bits(reports[0].output, local.outputs[0])
+
+
+# ---------------------------------------------------------------------- start-up: the precomputed modulus
+def secure_sum_peers(tmp_path, proto, n=5, t=2):
+    cfg = PeersConfig.create(proto, np.arange(n) % 2, t=t, trials=2, seed=3,
+                             addresses={p: ("127.0.0.1", 4000 + p) for p in range(n)})
+    return cfg, cfg.write(tmp_path / "peers.json")
+
+
+def test_a_peers_file_without_precomputed_values_derives_the_same_modulus(tmp_path):
+    proto = get_protocol("secure-sum")
+    cfg, _ = secure_sum_peers(tmp_path, proto)
+    data = json.loads(cfg.to_json())
+    del data["precomputed"]  # as a peers file written by hand (or before the field existed)
+    old = PeersConfig.from_json(json.dumps(data))
+    assert old.precomputed == {}
+    q = old.build().modulus_for(5, 2)
+    assert q == cfg.build().modulus_for(5, 2) == proto.modulus_for(5, 2) == 1 << 23
+
+
+@pytest.mark.parametrize("params, value, text", [
+    # the noiseless range: 2 n max_input 2^digits = 655360 encoded units
+    ({}, {"modulus": 3 << 20}, "must be a power of two in (655360, 2^62] (got 3145728)"),
+    ({}, {"modulus": 1 << 19}, "must be a power of two in (655360, 2^62] (got 524288)"),
+    ({}, {"modulus": float(1 << 23)}, "must be a power of two in (655360, 2^62] (got 8388608.0)"),
+    ({"modulus": 1 << 30}, {"modulus": 1 << 23}, "must be the modulus parameter, 1073741824 (got 8388608)"),
+    ({}, {"modulus": 1 << 23, "sigma": 2}, "unknown value 'sigma' for secure-sum (allowed: modulus)"),
+])
+def test_a_peers_file_with_a_modulus_the_rule_cannot_give_is_refused(tmp_path, params, value, text):
+    cfg, _ = secure_sum_peers(tmp_path, get_protocol("secure-sum", **params))
+    data = {**json.loads(cfg.to_json()), "precomputed": value}
+    with pytest.raises(ParameterError, match="^peers file: ") as info:
+        PeersConfig.from_json(json.dumps(data)).build()
+    assert str(info.value).endswith(text)
+
+
+def test_precomputed_values_are_refused_by_a_protocol_that_takes_none():
+    proto = get_protocol("randomized-response-distributed")
+    assert proto.precomputed(3, 2) == {}
+    with pytest.raises(ParameterError, match=r"takes no precomputed values \(got \['modulus'\]\)"):
+        proto.adopt_precomputed(3, 2, {"modulus": 4})
+    _, cfg, socks = config(n=2)
+    for s in socks.values():
+        s.close()
+    assert cfg.precomputed == {} and '"precomputed": {}' in cfg.to_json()
+
+
+def test_spawned_party_processes_run_secure_sum_as_in_process():
+    proto = get_protocol("secure-sum")
+    local = privsim.simulate(proto, None, n=4, t=1, trials=3, seed=9)
+    tcp = privsim.simulate(proto, None, n=4, t=1, trials=3, seed=9, transport=TcpTransport(timeout=30, start="spawn"))
+    assert_same_run(local, tcp)
 
 
 # ---------------------------------------------------------------------- hostile peers (one process)

@@ -359,6 +359,27 @@ class Protocol:
         if not 0 <= t < n:
             raise ParameterError(f"t must satisfy 0 <= t < n = {n} (got {t})")
 
+    def precomputed(self, n: int, t: int) -> dict[str, Any]:
+        """Values every party derives from the parameters and (n, t) before its first round,
+        costly enough to compute once for all (default: none).
+
+        The launcher of a run over TCP writes them to the peers file, and each party
+        process takes them with :meth:`adopt_precomputed` instead of deriving them again
+        (e.g. secure-sum's modulus, whose tail bound imports scipy). JSON values only.
+
+        >>> from privsim.protocols import RandomizedResponse
+        >>> RandomizedResponse().precomputed(4, 1)
+        {}
+        """
+        return {}
+
+    def adopt_precomputed(self, n: int, t: int, values: dict[str, Any]) -> None:
+        """Take :meth:`precomputed`'s ``values`` (from the peers file) for (n, t); raise
+        :class:`ParameterError` for a name or value this protocol does not take."""
+        if values:
+            raise ParameterError(f"{self.name or type(self).__name__} takes no precomputed values "
+                                 f"(got {sorted(values)})")
+
     def input_shape(self) -> tuple[int, ...]:
         """The shape of one party's input in one trial (default: a scalar)."""
         return ()

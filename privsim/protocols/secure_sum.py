@@ -389,6 +389,40 @@ class DistributedNoiseSum(IntegerInputs):
             self._cache[key] = self._modulus_for(n, t)
         return self._cache[key]
 
+    def precomputed(self, n: int, t: int) -> dict[str, Any]:
+        """The modulus: its noise bound is a quantile (scipy), which a party process need not import.
+
+        >>> SecureSum(noise="none").precomputed(100, 2)
+        {'modulus': 256}
+        """
+        return {"modulus": self.modulus_for(n, t)}
+
+    def adopt_precomputed(self, n: int, t: int, values: dict[str, Any]) -> None:
+        """Take :meth:`precomputed`'s modulus: the given ``modulus``, or a power of two above the
+        noiseless range (the noise bound is the file writer's: checking it would mean computing it).
+
+        >>> p = SecureSum(noise="none")
+        >>> p.adopt_precomputed(100, 2, {"modulus": 256}); p.modulus_for(100, 2)
+        256
+        >>> p.adopt_precomputed(100, 2, {"modulus": 200})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        privsim.errors.ParameterError: precomputed modulus for n = 100, t = 2 must be a power of two in (200, ...
+        """
+        unknown = sorted(set(values) - {"modulus"})
+        if unknown:
+            raise ParameterError(f"precomputed: unknown value {unknown[0]!r} for {self.name} (allowed: modulus)")
+        if "modulus" not in values:
+            return
+        q, floor = values["modulus"], 2 * n * self.max_input * self.units(n, t)
+        if self.modulus:
+            ok, rule = type(q) is int and q == self.modulus, f"the modulus parameter, {self.modulus}"
+        else:
+            ok = type(q) is int and floor < q <= MAX_MODULUS and q & (q - 1) == 0
+            rule = f"a power of two in ({floor}, 2^62]"
+        if not ok:
+            raise ParameterError(f"precomputed modulus for n = {n}, t = {t} must be {rule} (got {q!r})")
+        self._cache[("modulus", n, t)] = q
+
     def _modulus_for(self, n: int, t: int) -> int:
         value_bound = n * self.max_input * self.units(n, t)
         noise_bound = self.noise_bound(n, t)

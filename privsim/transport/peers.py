@@ -2,8 +2,10 @@
 
 ``privsim party --id I --peers FILE`` reads it. It names the protocol and its
 parameters, the run (n, t, trials, seed, seeding block), the inputs, every party's
-``host:port``, the timeout, and the run's secret key (hex), from which every frame's
-HMAC is computed. The key makes the file a secret: it is written readable by its owner
+``host:port``, the timeout, what every party would otherwise derive from the parameters
+before its first round (:meth:`~privsim.protocols.base.Protocol.precomputed`, e.g.
+secure-sum's modulus: computed once by whoever writes the file), and the run's secret key
+(hex), from which every frame's HMAC is computed. The key makes the file a secret: it is written readable by its owner
 only, and whoever holds it can speak for any party.
 
 Nothing in it is executable: the protocol is named (a registered name or an importable
@@ -104,6 +106,7 @@ class PeersConfig:
     timeout: float = DEFAULT_TIMEOUT
     record: bool = True
     max_payload: int = MAX_PAYLOAD
+    precomputed: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def create(cls, protocol: Protocol, inputs: np.ndarray, *, t: int, trials: int, seed: int,
@@ -114,7 +117,7 @@ class PeersConfig:
         params = {k: v for k, v in protocol.parameters.items() if v is not None}
         return cls(protocol=protocol_spec(protocol), params=params, n=int(n), t=int(t),
                    trials=int(trials), seed=int(seed), inputs=np.asarray(inputs), addresses=dict(addresses),
-                   key=secrets.token_bytes(32), **kw)
+                   key=secrets.token_bytes(32), precomputed=protocol.precomputed(int(n), int(t)), **kw)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PeersConfig):
@@ -124,15 +127,20 @@ class PeersConfig:
     __hash__ = None  # type: ignore[assignment]
 
     def build(self) -> Protocol:
-        """The protocol of the run."""
-        return build_protocol(self.protocol, self.params)
+        """The protocol of the run, holding the file's precomputed values for (n, t)."""
+        protocol = build_protocol(self.protocol, self.params)
+        try:
+            protocol.adopt_precomputed(self.n, self.t, self.precomputed)
+        except ParameterError as exc:
+            raise ParameterError(f"peers file: {exc}") from None
+        return protocol
 
     def to_json(self) -> str:
         """The peers file's text."""
         return json.dumps({
             "protocol": self.protocol, "params": self.params, "n": self.n, "t": self.t, "trials": self.trials,
             "seed": self.seed, "block_offset": self.block_offset, "timeout": self.timeout, "record": self.record,
-            "max_payload": self.max_payload, "key": self.key.hex(),
+            "max_payload": self.max_payload, "precomputed": self.precomputed, "key": self.key.hex(),
             "inputs": base64.b64encode(encode_value(np.ascontiguousarray(self.inputs))).decode(),
             "addresses": {str(k): f"{h}:{p}" for k, (h, p) in self.addresses.items()},
         }, indent=1)
@@ -169,7 +177,8 @@ class PeersConfig:
                    inputs=inputs, addresses=addresses, key=key_bytes,
                    block_offset=get.number("block_offset", int, 0),
                    timeout=get.number("timeout", float, 0.001), record=get.typed("record", bool),
-                   max_payload=get.number("max_payload", int, 1024))
+                   max_payload=get.number("max_payload", int, 1024),
+                   precomputed=get.typed("precomputed", dict) if "precomputed" in data else {})
 
     def write(self, path: str | Path) -> Path:
         """Write the peers file, readable by its owner only (it holds the run's key)."""
