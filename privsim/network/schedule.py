@@ -239,7 +239,7 @@ class Schedule:
 
     @cached_property
     def _graph(self) -> nx.Graph:
-        import networkx as nx  # on use: a party process never builds the graph
+        import networkx as nx  # on use: a party process never builds the graph (see neighbours)
 
         g = nx.Graph()
         g.add_nodes_from(party_ids(self.n, self.curator))
@@ -264,8 +264,27 @@ class Schedule:
         return [p for p in sort_ids(self._graph.nodes) if self._graph.degree(p) <= t]
 
     def neighbours(self, party: int | str) -> list[int | str]:
-        """The parties sharing an active channel with ``party``, in canonical order."""
-        return sort_ids(self._graph.neighbors(party))
+        """The parties sharing an active channel with ``party``, in canonical order.
+
+        Read off the rounds unless the graph is built already: a party process asks this
+        before its first round, and need not import networkx for it.
+
+        >>> s = Schedule(3, [[(0, 1)], [(2, 0), (1, 2)]])
+        >>> s.neighbours(0), s.neighbours(1), s.neighbours(2)
+        ([1, 2], [0, 2], [0, 1])
+        """
+        if "_graph" in self.__dict__:
+            return sort_ids(self._graph.neighbors(party))
+        if party not in party_ids(self.n, self.curator):
+            raise ParameterError(f"schedule: party {party!r} does not exist")
+        found: set[int | str] = set()
+        for out in self._rounds:
+            for s, ds in out.items():
+                if s == party:
+                    found.update(ds)
+                elif party in ds:
+                    found.add(s)
+        return sort_ids(found)
 
     def __repr__(self) -> str:
         return (f"Schedule(n={self.n}, curator={self.curator}, rounds={self.rounds}, "
