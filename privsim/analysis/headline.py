@@ -233,11 +233,7 @@ def headline_study(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trials: 
     >>> d["rr"]["messages"], d["secure_sum"]["messages"], d["trials"]
     ([32], [63], [50])
     """
-    ns = [int(n) for n in ns]
-    keys = list(DEFAULT_PROTOCOLS) if protocols is None else [str(k) for k in protocols]
-    if not include_ck:
-        keys = [k for k in keys if k != "ck_sum"]
-    _check_study(ns, t, trials, min_trials, keys)
+    ns, keys = _study_setting(ns, t, trials, min_trials, include_ck, protocols)
     start = time.perf_counter()
     out: dict[str, Any] = {"ns": ns, "epsilon": float(epsilon), "t": [], "trials": [], "protocols": keys,
                            "bound_quarter": [], "bound_half": [], "seed": int(seed),
@@ -275,6 +271,17 @@ def headline_study(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trials: 
     return out
 
 
+def _study_setting(ns: Sequence[int], t: int, trials: int, min_trials: int, include_ck: bool,
+                   protocols: Sequence[str] | None) -> tuple[list[int], list[str]]:
+    """The study's n values and protocol keys, checked (:func:`headline_study`'s arguments)."""
+    ns = [int(n) for n in ns]
+    keys = list(DEFAULT_PROTOCOLS) if protocols is None else [str(k) for k in protocols]
+    if not include_ck:
+        keys = [k for k in keys if k != "ck_sum"]
+    _check_study(ns, t, trials, min_trials, keys)
+    return ns, keys
+
+
 def _half(n: int) -> np.ndarray:
     """The study's inputs: the first half of the parties hold 1 (the true sum is n/2)."""
     return (np.arange(n) < n // 2).astype(np.int64)
@@ -303,11 +310,7 @@ def headline_estimate(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trial
     >>> e.batches, e.seconds < 60
     (4, True)
     """
-    ns = [int(n) for n in ns]
-    keys = list(DEFAULT_PROTOCOLS) if protocols is None else [str(k) for k in protocols]
-    if not include_ck:
-        keys = [k for k in keys if k != "ck_sum"]
-    _check_study(ns, t, trials, min_trials, keys)
+    ns, keys = _study_setting(ns, t, trials, min_trials, include_ck, protocols)
     return _estimate_runs(list(_study_runs(ns, epsilon, t, trials, keys, max_party_trials, min_trials)), seed)
 
 
