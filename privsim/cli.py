@@ -521,7 +521,7 @@ def _audit_with_progress(proto: Any, spec: RunSpec, coalition: Any, neighbor: An
 
     plan = check_resources(spec.n, spec.trials, build, executor=executor, workers=workers,  # type: ignore[arg-type]
                            max_memory=max_memory, max_time=max_time, warn=_warn,
-                           audit=audit_split(spec.trials, spec.n, selectors=selectors),  # type: ignore[arg-type]
+                           audit=audit_split(spec.trials, spec.n),  # type: ignore[arg-type]
                            cohorts=has_cohort_form(proto))
     with progress_bar(plan.split.total_batches, f"audit {proto.name}", unit="batches", enabled=progress) as advance:
         return run_audit(plan, confidence=confidence, progress=lambda k: advance(1, k), executor=executor,

@@ -29,7 +29,7 @@ from privsim.protocols.inputs import prepare_inputs
 from privsim.transport import Transport, resolve_transport
 
 __all__ = ["AUDIT_BATCH_TRIALS", "BATCH_PARTY_TRIALS", "DEFAULT_AUDIT_TRIALS", "DEFAULT_SELECT_FRACTION",
-           "MAX_SELECT_TRIALS", "MAX_SELECT_TRIALS_COMPETING", "MIN_ESTIMATE_TRIALS", "AuditPlan", "AuditSplit",
+           "MAX_SELECT_TRIALS", "MIN_ESTIMATE_TRIALS", "AuditPlan", "AuditSplit",
            "Batches", "RunPlan", "audit_claims", "audit_split", "batch_plan", "check_run_args", "derived_seed",
            "min_audit_trials", "neighbouring_inputs", "plan_audit", "plan_audit_batches", "plan_run", "plan_split",
            "prepare_inputs", "resolve_seed", "split_batches"]
@@ -40,13 +40,12 @@ Batch = tuple[int, int]  # (first seeding block, trials)
 BATCH_PARTY_TRIALS = 1 << 23
 #: Trials per audit batch (whole seeding blocks).
 AUDIT_BATCH_TRIALS = 1 << 15
-#: At most about this many trials per input choose the event (the rest estimate it)...
+#: At most about this many trials per input choose the event (the rest estimate it),
+#: whichever selectors compete. Measured at 10^6 trials (docs/audit/power.md): a cap of
+#: 2^18 when several selectors compete, as before, gained nothing on any bundled scenario
+#: or example leak and cost up to 0.08 where the estimation trials set the bound (the
+#: share holders, the leaky view).
 MAX_SELECT_TRIALS = 1 << 17
-#: ... or this many when several selectors compete: they split the selection sample in
-#: four (fit, cut, and the held-out half that picks among them), and with 2^17 the rare
-#: events of many weak messages were cut on 2^15 rows per input. At 10^6 trials this is
-#: the default fifth.
-MAX_SELECT_TRIALS_COMPETING = 1 << 18
 #: Share of the trials (per input) that :func:`plan_split` gives to event selection.
 #: Measured on randomized response and the Laplace mechanism at 10^6 trials: 0.1 to
 #: 0.3 all meet the power targets; 0.2 leaves room for harder, higher-dimensional views.
@@ -367,8 +366,8 @@ def split_batches(plan: Sequence[Batch], select_fraction: float,
     """Selection and estimation batches per input: :func:`plan_split`, with the selection
     capped near ``max_select`` trials.
 
-    >>> split_batches(plan_audit_batches(4 * 10**6, 8), 0.2, MAX_SELECT_TRIALS_COMPETING)
-    (8, 115)
+    >>> split_batches(plan_audit_batches(4 * 10**6, 8), 0.2)
+    (4, 119)
     """
     n_select, n_estimate = plan_split(len(plan), select_fraction)
     # Beyond about 2^17 selection trials per input the chosen event hardly improves, while
@@ -414,7 +413,7 @@ class AuditSplit:
 
     >>> s = audit_split(4 * 10**6, 8)
     >>> s.n_select, s.select_trials, s.total_batches
-    (8, 262144, 246)
+    (4, 131072, 246)
     """
 
     batches: Batches
@@ -438,19 +437,16 @@ class AuditSplit:
 
 
 def audit_split(trials: int, n: int, batch_trials: int | None = None,
-                select_fraction: float = DEFAULT_SELECT_FRACTION,
-                selectors: Sequence[str] | None = None) -> AuditSplit:
+                select_fraction: float = DEFAULT_SELECT_FRACTION) -> AuditSplit:
     """The batches of an audit of ``trials`` per input and their selection/estimation split
-    (the selection capped near :data:`MAX_SELECT_TRIALS_COMPETING` when several selectors
-    compete, else :data:`MAX_SELECT_TRIALS`).
+    (the selection capped near :data:`MAX_SELECT_TRIALS`).
 
     >>> audit_split(2000, 8)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     privsim.errors.ParameterError: trials must be >= 2024 for this audit (got 2000): the event is chosen on ...
     """
     batches = plan_audit_batches(trials, n, batch_trials)
-    cap = MAX_SELECT_TRIALS if selectors is not None and tuple(selectors) == ("view",) else MAX_SELECT_TRIALS_COMPETING
-    n_select, n_estimate = split_batches(batches, select_fraction, cap)
+    n_select, n_estimate = split_batches(batches, select_fraction)
     left = batches[n_select:].trials
     if left < MIN_ESTIMATE_TRIALS:
         least = min_audit_trials(n, batch_trials, select_fraction)
@@ -483,7 +479,7 @@ class AuditPlan:
     >>> from privsim.protocols import RandomizedResponse
     >>> p = plan_audit(RandomizedResponse(), [0, 1, 0, 1], coalition="C", neighbor=1, trials=4 * 10**6, seed=1)
     >>> p.members, p.split.n_select, p.split.select_trials, p.split.total_batches
-    (('C',), 8, 262144, 246)
+    (('C',), 4, 131072, 246)
     """
 
     run: RunPlan
@@ -540,7 +536,7 @@ def plan_audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighb
     if not 0.0 <= float(delta) < 1.0:
         raise ParameterError(f"delta must be in [0, 1) (got {delta})")
     entropy = resolve_seed(seed)
-    split = audit_split(trials, n, batch_trials, select_fraction, selectors)
+    split = audit_split(trials, n, batch_trials, select_fraction)
     run = RunPlan(protocol=protocol, inputs=x, shared=True, n=n, t=t, trials=int(trials), entropy=entropy,
                   schedule=_schedule(protocol, n, t), recorded=frozenset(members), batches=split.batches)
     return AuditPlan(run=run, x_prime=xp, members=members, neighbor=j,

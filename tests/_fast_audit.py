@@ -18,11 +18,11 @@ import privsim
 from privsim.plan import audit_split
 
 
-def same_split_batch(trials: int, n: int, selectors: Any = None) -> int | None:
+def same_split_batch(trials: int, n: int) -> int | None:
     """A batch size whose audit selects on exactly the default's selection trials, or None."""
-    default = audit_split(trials, n, selectors=selectors)
+    default = audit_split(trials, n)
     chosen = sum(size for _, size in default.batches[:default.n_select])
-    bigger = audit_split(trials, n, chosen, selectors=selectors)
+    bigger = audit_split(trials, n, chosen)
     same = sum(size for _, size in bigger.batches[:bigger.n_select]) == chosen
     if not same or len(bigger.batches) >= len(default.batches):
         return None
@@ -32,5 +32,5 @@ def same_split_batch(trials: int, n: int, selectors: Any = None) -> int | None:
 def fast_audit(protocol: Any, inputs: Any, **kw: Any) -> Any:
     """``privsim.audit(protocol, inputs, **kw)`` with the batch size of :func:`same_split_batch`."""
     n = kw.get("n") if inputs is None else np.asarray(inputs).shape[0]
-    batch = same_split_batch(kw["trials"], n, kw.get("selectors"))
+    batch = same_split_batch(kw["trials"], n)
     return privsim.audit(protocol, inputs, batch_trials=batch, **kw)

@@ -11,7 +11,7 @@ import privsim
 from privsim import cli, resources
 from privsim.analysis import audit as audit_module
 from privsim.errors import ParameterError
-from privsim.plan import MAX_SELECT_TRIALS, MAX_SELECT_TRIALS_COMPETING, audit_split, plan_audit, plan_run
+from privsim.plan import MAX_SELECT_TRIALS, audit_split, plan_audit, plan_run
 from privsim.protocols import RandomizedResponse
 from privsim.scenario import RunSpec
 from privsim.simulate import execute
@@ -45,12 +45,12 @@ def test_estimate_progress_bar_and_audit_read_one_plan_at_4e6_trials(monkeypatch
         cli._audit_with_progress(RandomizedResponse(), spec, "C", 1, progress=False, max_memory="64G")
     plan, n_select, n_estimate, rows = seen["audit"]
     assert seen["estimate"] is plan
-    assert rows == plan.split.select_trials == MAX_SELECT_TRIALS_COMPETING  # 2^18, not 2^17
+    assert rows == plan.split.select_trials == MAX_SELECT_TRIALS  # 2^17, capped: not a fifth (8 x 10^5)
     assert seen["bar"] == plan.split.total_batches == 2 * (n_select + n_estimate) == 2 * len(plan.run.batches)
-    # and the estimate counts that selection sample: 2^18 rows more than a 2^17 one would
-    smaller = audit_split(4 * 10**6, 4, selectors=("view",))
-    assert smaller.select_trials == MAX_SELECT_TRIALS
-    assert resources.estimate(plan).memory > resources.floor_estimate(4, 4 * 10**6, audit=smaller).memory
+    # and the estimate counts that selection sample: a larger one would cost more memory
+    larger = audit_split(4 * 10**6, 4, batch_trials=1 << 18)
+    assert larger.select_trials == 1 << 18
+    assert resources.estimate(plan).memory < resources.floor_estimate(4, 4 * 10**6, audit=larger).memory
 
 
 def test_the_keyword_apis_are_thin_wrappers_over_the_plan():
@@ -112,4 +112,4 @@ def test_a_plan_is_the_same_size_at_any_number_of_batches():
     small, huge = plan(10**6), plan(10**12)  # 31 and 3 * 10^7 batches per input
     assert len(huge.split.batches) == 30_517_579 and huge.split.batches[-1] == (976_562_496, 4096)
     assert len(pickle.dumps(huge)) - len(pickle.dumps(small)) < 16  # a few integers' digits
-    assert huge.split.select_trials == MAX_SELECT_TRIALS_COMPETING
+    assert huge.split.select_trials == MAX_SELECT_TRIALS
