@@ -365,6 +365,11 @@ class DaskExecutor(Executor):
         # interpreter lock from the task: 5-15% of an audit's time here).
         environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
         environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+        # Nor do they log to the terminal (a variable of the caller's own wins): on a loaded
+        # machine a worker logs a transient comm error with a traceback that Dask recovers
+        # from, in the middle of the progress bar; a task's failure or a lost worker reaches
+        # privsim through its future, and is reported in one line.
+        environ["DASK_LOGGING__DISTRIBUTED"] = "critical"
         self._cluster_config = {"distributed.nanny.pre-spawn-environ": environ,
                                 "distributed.worker.profile.enabled": False}
         self._cluster_workers = int(workers or os.cpu_count() or 1)

@@ -177,6 +177,20 @@ def test_dead_dask_worker_is_reported(dask_executor):
         run_trials(DiesInWorkers(), X, trials=100, seed=1, executor=dask_executor)
 
 
+def _worker_logs_an_error(x: int) -> str | None:
+    import logging
+
+    logging.getLogger("distributed.worker").error("a worker's own log line %d", x)
+    return os.environ.get("DASK_LOGGING__DISTRIBUTED")
+
+
+def test_dask_workers_of_our_cluster_do_not_log_to_the_terminal(dask_executor, capfd):
+    # (a loaded machine's transient comm errors came with tracebacks, mid progress bar)
+    capfd.readouterr()
+    assert list(dask_executor.map(_worker_logs_an_error, [1, 2])) == ["critical", "critical"]
+    assert "a worker's own log line" not in "".join(capfd.readouterr())
+
+
 def test_party_failure_in_a_worker_keeps_its_message():
     with pytest.raises(PartyFailure, match="party 0 failed in round 1: ValueError: bad party"):
         run_trials(Raises(), X, trials=100, seed=1, executor="processes", workers=1)
