@@ -19,7 +19,7 @@ from privsim.protocols import get_protocol
 from privsim.transport import PeersConfig
 
 HEAVY = ("scipy.stats", "scipy.optimize", "networkx", "privsim.mechanisms.blt", "privsim.mechanisms.tree",
-         "privsim.mechanisms.sketch")
+         "privsim.mechanisms.sketch", "asyncio")  # (asyncio: about 0.1 s; a trio run never needs it)
 
 PARTY = """
 import json, sys
@@ -52,7 +52,8 @@ neighbours = [schedule.neighbours(p) for p in sorted(cfg.addresses)]  # (open_li
 prepare_inputs(protocol, cfg.inputs, cfg.trials, cfg.n)
 StreamSeeder(cfg.seed, cfg.n, block_range(cfg.trials, cfg.block_offset))
 print(json.dumps({"modulus": protocol.modulus_for(cfg.n, cfg.t), "neighbours": neighbours,
-                  "heavy": sorted(m for m in sys.modules if m.split(".")[0] in ("scipy", "networkx"))[:3]}))
+                  "heavy": sorted(m for m in sys.modules if m.split(".")[0] in ("scipy", "networkx", "asyncio")
+                                 or m == "importlib.metadata")[:3]}))  # (plugins only; ~0.1 s)
 """
 
 

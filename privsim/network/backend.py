@@ -14,11 +14,13 @@ Results are identical for the same seed: nothing depends on which task runs firs
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privsim.errors import ParameterError
 from privsim.network.network import SyncNetwork
+
+if TYPE_CHECKING:
+    import asyncio  # imported where a run on asyncio needs it (a TCP party's start-up does not)
 
 __all__ = ["BACKENDS", "AsyncioNetwork", "AsyncioParkingLot", "check_backend", "network_class"]
 
@@ -46,6 +48,7 @@ def check_backend(backend: str) -> str:
 class AsyncioParkingLot:
     """``park()`` and ``unpark_all()`` of :class:`trio.lowlevel.ParkingLot`, on asyncio futures.
 
+    >>> import asyncio
     >>> async def demo():
     ...     lot = AsyncioParkingLot()
     ...     waiter = asyncio.ensure_future(lot.park())
@@ -67,6 +70,8 @@ class AsyncioParkingLot:
 
     async def park(self) -> None:
         """Wait until :meth:`unpark_all` (cancellation propagates, as in trio)."""
+        import asyncio
+
         fut = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
         await fut
@@ -102,6 +107,8 @@ class AsyncioNetwork(SyncNetwork):
         :data:`IDLE_ITERATIONS` of them in a row mean every runnable party is at the
         barrier and the rest wait on something else (as trio's watchdog decides it).
         """
+        import asyncio
+
         idle, last = 0, None
         while self._live:
             await asyncio.sleep(0)

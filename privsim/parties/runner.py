@@ -12,7 +12,6 @@ through the loop's thread-safe entry), the parties unwind through cancellation a
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -144,6 +143,8 @@ def run_parties(backend: str, protocol: Any, contexts: list[PartyContext], net: 
     if backend == "trio":
         run_cancellable(main_trio)
         return
+    import asyncio  # (only here: a trio run, a TCP party's included, does not import it)
+
     with cancellable():
         asyncio.run(main_asyncio())
 

@@ -30,13 +30,15 @@ import sys
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from privsim.errors import ParameterError
 from privsim.protocols.base import Protocol
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = ["ENTRY_POINT_GROUP", "PluginInfo", "ProtocolLoadError", "absolute_reference", "file_of", "is_reference",
            "load_reference", "plugins", "plugin_class"]
@@ -258,6 +260,8 @@ class PluginInfo:
 
 
 def _entry_points() -> Iterator[EntryPoint]:
+    from importlib.metadata import entry_points  # (about 0.1 s: only where plugins are looked up)
+
     return iter(entry_points(group=ENTRY_POINT_GROUP))
 
 
