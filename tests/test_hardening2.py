@@ -92,7 +92,7 @@ ROWS = [
      "set rho = 0 to calibrate to (epsilon, delta)"),
     # 3 * 10^6 batches per input: the estimation's picks (about 0.45 GiB) were left out of the estimate (199.5 MiB)
     (["audit", *AUDIT_RR, "100000000000", "--max-memory", "512M"],
-     "this run needs about 627.2 MiB of memory (estimated), above the 512.0 MiB"),
+     "this run needs about 623.2 MiB of memory (estimated), above the 512.0 MiB"),
     # 3 * 10^7 batches per input: refused at once (the plan's batches are computed, not stored) ...
     (["audit", *AUDIT_RR, "1000000000000", "--max-memory", "1G"], "this run needs about 4.7 GiB of memory"),
     # ... and, where that memory is there, because it would run for six weeks
