@@ -137,3 +137,20 @@ def test_a_proposal_that_stands_out_is_carried_alone():
     assert math.isfinite(every.candidates[0]["forecast"])
     assert (every.event, every.epsilon_lower) == (alone.event, alone.epsilon_lower)
     assert every.epsilon_lower > 6.0
+
+
+def test_a_leader_that_separates_the_held_out_rows_perfectly_is_carried_alone():
+    # (the lazy join at 10^6 trials: its score separated x from x', two runners-up were
+    # carried, and the three-way split cost 0.26 against the view rule alone)
+    from privsim.analysis.audit_selectors import _pick
+
+    rng = np.random.default_rng(np.random.SeedSequence(7))
+    hold_x, hold_xp = rng.uniform(1.0, 2.0, (4000, 1)), rng.uniform(-1.0, 0.0, (4000, 1))
+    perfect = ThresholdEvent(0.5, ">=", column=0, name="y")
+    near = ThresholdEvent(1.0005, ">=", column=0, name="y")  # holds almost every x row, none of x'
+    carried = _pick([("view", "column", perfect), ("trees", "trees", near)], hold_x, hold_xp, 0.0, 0.95, 16_000)
+    assert [name for name, _ in carried] == ["view"] and carried[0][1].event is perfect
+    # the same runner-up behind a leader that misses one held-out row of x is carried beside it
+    hold_x[0, 0] = 0.0
+    carried = _pick([("view", "column", perfect), ("trees", "trees", near)], hold_x, hold_xp, 0.0, 0.95, 16_000)
+    assert [name for name, _ in carried] == ["view", "trees"]

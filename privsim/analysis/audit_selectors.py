@@ -863,8 +863,9 @@ def _pick(proposals: list[tuple[str, str, Event]], hold_x: np.ndarray, hold_xp: 
     :func:`_held_out_forecast`) of the best's forecast at the whole confidence. Then the
     estimation sample decides among them with the confidence split
     (:func:`~privsim.analysis.audit.best_of`). A proposal that stands out, or whose
-    runners-up could win only by less than the split costs, is carried alone and keeps
-    the whole confidence."""
+    runners-up could win only by less than the split costs, or that separates the
+    held-out rows perfectly (no event forecasts more), is carried alone and keeps the
+    whole confidence."""
     n_select = min(len(hold_x), len(hold_xp))
     alpha = _pick_alpha(confidence, n_select, n_estimate)
     forecasters = [_held_out_forecaster(event, hold_x, hold_xp, delta, n_estimate) for _, _, event in proposals]
@@ -875,6 +876,13 @@ def _pick(proposals: list[tuple[str, str, Event]], hold_x: np.ndarray, hold_xp: 
     first = next(k for k, v in enumerate(values) if v >= max(values) - _PICK_TIE)
     best_value, best_se = judged[first]
     carried = [first]
+    # A leader that separates the held-out rows perfectly (all of one input's, none of the
+    # other's) forecasts the most any event can: a runner-up could only tie, and carrying
+    # it would cost the split (the lazy join's score: 0.26 at 10^6 trials with two more).
+    leader = proposals[first][2]
+    in_x, in_xp = leader.contains(hold_x), leader.contains(hold_xp)
+    if (in_x.all() and not in_xp.any()) or (in_xp.all() and not in_x.any()):
+        return [(proposals[first][0], Candidate(leader, proposals[first][1], values[first]))]
     for k in sorted((k for k in range(len(proposals)) if k != first), key=lambda k: -values[k]):
         if len(carried) == MAX_CARRIED or not (math.isfinite(values[k]) and values[k] > 0):
             break
