@@ -71,8 +71,9 @@ def bulk_secure_sum(inputs: np.ndarray, t: int, trials: int, *, b: float, digits
 def per_stream_draws(n: int, t: int, trials: int, *, b: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The draws of the secure sum's parties, each from its own stream (privsim's seeding),
     in a plain numpy loop: the noise shares ``(trials, n)`` and the uniform shares ``(trials, n, t)``.
-    The floor of any run that keeps per-party streams (one Generator and one call per draw per party)."""
-    from privsim.parties.rng import StreamSeeder, block_range
+    The floor of any run that keeps per-party streams (one Generator and one call per draw per party;
+    the uniform shares read from the words as the parties read them, :func:`~privsim.parties.rng.generator_call`)."""
+    from privsim.parties.rng import StreamSeeder, block_range, generator_call
 
     seeder, m = StreamSeeder(seed, n, block_range(trials)), n - t
     noise, uniform = np.empty((trials, n)), np.empty((trials, n, t), dtype=np.int64)
@@ -80,7 +81,7 @@ def per_stream_draws(n: int, t: int, trials: int, *, b: float, seed: int) -> tup
     for p in range(n):
         gen = seeder.rng(p, trials, record=False)._gens[0]
         noise[:, p] = gen.gamma(1.0 / m, b, size=trials) - gen.gamma(1.0 / m, b, size=trials)
-        uniform[:, p] = gen.integers(0, q, size=(trials, t))
+        uniform[:, p] = generator_call(gen, "integers", (0, q), {"dtype": np.int64}, (trials, t))
     return noise, uniform
 
 

@@ -15,7 +15,7 @@ from privsim.errors import ParameterError, PartyFailure, ScheduleViolation
 from privsim.network.messages import CohortInbox
 from privsim.network.schedule import Schedule
 from privsim.parties.cohort import CohortRNG
-from privsim.parties.rng import StreamSeeder, block_range
+from privsim.parties.rng import StreamSeeder, block_range, generator_call
 from privsim.protocols.ck_sum import CKSum
 from privsim.protocols.randomized_response import RandomizedResponseDistributed
 from privsim.protocols.secure_sum import SecureSum
@@ -211,6 +211,38 @@ def test_cohort_rng_columns_are_the_members_own_streams() -> None:
         assert same_arrays(got[0][:, j], rng.integers(0, 2**40, size=3))
         assert same_arrays(got[1][:, j], rng.gamma(0.5, 2.0))
         assert same_arrays(got[2][:, j], rng.normal(np.zeros(1500), 1.0))
+
+
+def test_one_block_cohort_draws_are_the_members_own_streams() -> None:
+    """One seeding block, no tape: the cohort calls each member's Generator directly."""
+    seeder = StreamSeeder(9, 6, block_range(7))
+    members = [0, 2, 3, 5]
+    cohort = CohortRNG([seeder.rng(p, 7, record=False) for p in members])
+    assert cohort._direct is not None
+    alone = [seeder.rng(p, 7, record=False) for p in members]
+    got = cohort.integers(0, 2**34, size=(2, 3)), cohort.gamma(0.25, 3.0, size=2), cohort.integers(0, 1000)
+    assert got[0].shape == (7, 4, 2, 3) and got[0].flags.c_contiguous
+    for j, rng in enumerate(alone):
+        assert same_arrays(got[0][:, j], rng.integers(0, 2**34, size=(2, 3)))
+        assert same_arrays(got[1][:, j], rng.gamma(0.25, 3.0, size=2))
+        assert same_arrays(got[2][:, j], rng.integers(0, 1000))
+
+
+@pytest.mark.parametrize("k", range(31, 64))
+def test_integers_read_from_the_words_are_numpys_integers(k: int) -> None:
+    """generator_call's power-of-two spans give numpy's own values and leave the stream where numpy does."""
+    for low, endpoint in [(0, False), (0, True), (7, False), (-(2**62), True), (-(2**63), False)]:
+        high = low + 2**k - endpoint
+        mine, theirs = np.random.default_rng(k), np.random.default_rng(k)
+        try:
+            want = theirs.integers(low, high, size=(3, 5), dtype=np.int64, endpoint=endpoint)
+        except ValueError:  # out of int64's range: numpy refuses, and so do we (numpy's own path)
+            with pytest.raises(ValueError):
+                generator_call(mine, "integers", (low, high), {"dtype": np.int64, "endpoint": endpoint}, (3, 5))
+            continue
+        got = generator_call(mine, "integers", (low, high), {"dtype": np.int64, "endpoint": endpoint}, (3, 5))
+        assert got.dtype == np.int64 and same_arrays(got, want), (low, endpoint)
+        assert mine.random() == theirs.random()
 
 
 def test_cohort_inbox_sums_exactly_past_int64() -> None:

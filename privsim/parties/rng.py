@@ -13,13 +13,14 @@ instead of about 28 µs for a SeedSequence per stream, which matters at n = 10^5
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
-__all__ = ["TRIAL_BLOCK", "NamedDraws", "StreamSeeder", "TrialRNG", "block_range"]
+__all__ = ["TRIAL_BLOCK", "NamedDraws", "StreamSeeder", "TrialRNG", "block_range", "generator_call"]
 
 #: Trials per seeding block. Batches of a split simulation are whole blocks.
 TRIAL_BLOCK = 1024
@@ -84,6 +85,7 @@ class StreamSeeder:
         self.entropy = entropy
         self.n = n
         self.blocks = list(blocks)
+        self._spans = [(lo, hi) for _, lo, hi in self.blocks]  # shared by every TrialRNG, never changed
         self._party_words = [
             np.random.SeedSequence(entropy, spawn_key=(_PARTY_FAMILY, b))
             .generate_state(4 * n, np.uint64).reshape(n, 4)
@@ -99,10 +101,39 @@ class StreamSeeder:
 
     def rng(self, party: int | str, trials: int, record: bool) -> TrialRNG:
         """The :class:`TrialRNG` of ``party`` for this batch."""
-        words = self.seed_words(0 if party == "C" else int(party), curator=party == "C")
-        gens = [np.random.Generator(np.random.PCG64(_Words(w))) for w in words]
-        return TrialRNG(gens, [(lo, hi) for _, lo, hi in self.blocks], trials, record)
+        words = self.seed_words(0, curator=True) if party == "C" else [w[int(party)] for w in self._party_words]
+        return TrialRNG([np.random.Generator(np.random.PCG64(_Words(w))) for w in words], self._spans, trials, record)
 
+
+def generator_call(gen: np.random.Generator, name: str, args: tuple, kwargs: dict, size: tuple) -> np.ndarray:
+    """``gen.<name>(*args, size=size, **kwargs)``, the same values, int64 ``integers`` on a
+    span of 2^k (32 < k <= 63, scalar bounds) read straight from the bit generator.
+
+    numpy draws such integers by Lemire's method on one 64-bit word per value: the top k
+    bits of the word times 2^k, with no rejection when the span is a power of two (the
+    threshold ``(2^64 - 2^k) mod 2^k`` is 0). Those are the words' top k bits, which this
+    reads without ``integers``' Python-level work (about 7 µs a call against 1.5 µs: most
+    of a secure-sum party's cost at n = 10^5). A test compares the two for every k.
+
+    >>> a = generator_call(np.random.default_rng(3), "integers", (0, 2**40), {"dtype": np.int64}, (2, 3))
+    >>> bool((a == np.random.default_rng(3).integers(0, 2**40, size=(2, 3))).all())
+    True
+    """
+    if name == "integers" and kwargs.get("dtype") is np.int64:
+        low, high = args
+        if high is None:
+            low, high = 0, low
+        if type(low) in _SCALAR_INTS and type(high) in _SCALAR_INTS:
+            span = int(high) - int(low) + bool(kwargs.get("endpoint"))
+            if 2**32 < span <= 2**63 and span & (span - 1) == 0 and -(2**63) <= low and low + span <= 2**63:
+                out = gen.bit_generator.random_raw(math.prod(size))
+                out >>= np.uint64(65 - span.bit_length())
+                words = out.view(np.int64).reshape(size)
+                return words + int(low) if low else words
+    return getattr(gen, name)(*args, size=size, **kwargs)
+
+
+_SCALAR_INTS = (int, np.int64)
 
 # Methods whose first positional parameter is the size.
 _SIZE_FIRST = {"random", "standard_normal", "standard_exponential", "standard_cauchy"}
@@ -200,14 +231,14 @@ class TrialRNG(NamedDraws):
         else:
             shape = (int(size),) if np.ndim(size) == 0 else tuple(size)
         if len(self._gens) == 1:
-            out = getattr(self._gens[0], name)(*args, size=(self.trials, *shape), **kwargs)
+            out = generator_call(self._gens[0], name, args, kwargs, (self.trials, *shape))
         else:
             per_trial = name not in _NO_SLICE
             parts = []
             for gen, (lo, hi) in zip(self._gens, self._spans):
                 a = [self._slice(x, lo, hi, shape) if per_trial else x for x in args]
                 kw = {k: (self._slice(v, lo, hi, shape) if per_trial else v) for k, v in kwargs.items()}
-                parts.append(getattr(gen, name)(*a, size=(hi - lo, *shape), **kw))
+                parts.append(generator_call(gen, name, tuple(a), kw, (hi - lo, *shape)))
             out = np.concatenate(parts)
         if self.draws is not None:
             # A copy: the party may go on to change its draw in place, and the view must
