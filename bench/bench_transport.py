@@ -6,7 +6,10 @@ threshold, one trial; wall time of the whole run (processes forked, connections 
 protocol run, processes reaped), protocol time (last party connected to last party
 done) and its share per round, messages, the simulator's bits and the bytes on the wire.
 At the smallest n the run is repeated with freshly spawned interpreters
-(``TcpTransport(start="spawn")``), which is how MPyC starts its parties.
+(``TcpTransport(start="spawn")``), which is how MPyC starts its parties; its CPU per party
+(the parties' whole runs, from this process's ``RUSAGE_CHILDREN``) is the start-up cost
+(an interpreter, numpy, trio and privsim's party modules: read from Python's bytecode
+cache, or compiled from source every time where ``PYTHONDONTWRITEBYTECODE`` is set).
 
 MPyC: ``python SCRIPT -M n --no-prss`` (party 0 spawns the others), each party inputs one
 secure bit, ``mpc.sum`` and ``mpc.output``; wall time of the whole run and protocol time
@@ -22,6 +25,7 @@ import importlib.util
 import json
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
@@ -62,9 +66,13 @@ def privsim_secure_sum(n: int, start: str = "fork") -> dict[str, Any]:
     proto = get_protocol("secure-sum")
     t = (n - 1) // 2
     x = np.arange(n) % 2
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)  # the parties are this process's children
     run = TcpTransport(timeout=RUN_LIMIT, start=start).run(proto, x, t=t, trials=1, seed=1, record=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    party_cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / n
     rounds = max(run.rounds, 1)
     return {"wall_s": run.wall_s, "protocol_s": run.protocol_s, "ms_per_round": 1e3 * run.protocol_s / rounds,
+            "cpu_per_party_s": party_cpu,
             "rounds": run.rounds, "messages": run.messages, "bits": run.bits, "wire_bytes": run.wire_bytes}
 
 
@@ -121,6 +129,7 @@ def main() -> dict[str, Any]:
     spawned = privsim_secure_sum(NS[0], start="spawn")
     out[f"privsim_n{NS[0]}_spawn_wall_s"] = spawned["wall_s"]
     out[f"privsim_n{NS[0]}_spawn_protocol_s"] = spawned["protocol_s"]
+    out[f"privsim_n{NS[0]}_spawn_cpu_per_party_s"] = spawned["cpu_per_party_s"]
     return out
 
 
