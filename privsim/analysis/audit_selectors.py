@@ -860,7 +860,7 @@ def _pick(proposals: list[tuple[str, str, Event]], hold_x: np.ndarray, hold_xp: 
     plausibly beat the best *after the cost of the split*: the m-th proposal is carried
     when its forecast at the split level, 1 - (1 - confidence)/m, lies within
     :data:`_Z_CARRY` standard errors (those of the forecasts themselves, see
-    :func:`_held_out_forecast`) of the best's forecast at the whole confidence. Then the
+    :func:`_held_out_forecaster`) of the best's forecast at the whole confidence. Then the
     estimation sample decides among them with the confidence split
     (:func:`~privsim.analysis.audit.best_of`). A proposal that stands out, or whose
     runners-up could win only by less than the split costs, or that separates the
@@ -907,12 +907,6 @@ def _forecast_se(in_x: np.ndarray, in_xp: np.ndarray, delta: float) -> float:
     if math.log(num_f / q) >= math.log(num_b / (1 - p)):
         return math.sqrt(p * (1 - p) / n_x / num_f**2 + (1 - q) / (n_xp * q))
     return math.sqrt(q * (1 - q) / n_xp / num_b**2 + p / (n_x * (1 - p)))
-
-
-def _held_out_forecast(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, delta: float, alpha: float,
-                       confidence: float, n_estimate: int) -> tuple[float, float]:
-    """The forecast of ``event`` at one level: :func:`_held_out_forecaster` of it, called once."""
-    return _held_out_forecaster(event, hold_x, hold_xp, delta, n_estimate)(alpha, confidence)
 
 
 def _held_out_forecaster(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, delta: float,
