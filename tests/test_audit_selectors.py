@@ -256,6 +256,28 @@ def test_trees_score_tables_equal_the_models_prediction_bit_for_bit():
     assert np.unique(expected).size > 100
 
 
+def test_trees_score_tables_read_residues_mod_2_3_4_as_the_model_does():
+    # Residues of one integer column (negative values too) read from one table over the
+    # column mod 12; a column with a non-integer value falls back to np.mod and searchsorted.
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from privsim.analysis.audit_selectors import _features
+
+    rng = np.random.default_rng(np.random.SeedSequence(12))
+    n = 6000
+    views = np.column_stack([rng.integers(-50, 50, n).astype(float), rng.normal(size=n)])
+    label = ((views[:, 0] % 3 == 1) ^ (views[:, 0] % 4 == 3) ^ (rng.random(n) < 0.2)).astype(float)
+    indices, moduli = (0, 0, 0, 0, 1), (0, 2, 3, 4, 0)
+    model = HistGradientBoostingClassifier(max_iter=30, max_leaf_nodes=15, learning_rate=0.25,
+                                           random_state=0).fit(_features(views, indices, moduli), label)
+    score = TreeScore(model, indices, moduli, ("a", "a mod 2", "a mod 3", "a mod 4", "b"), (0, 1, 2, 3, 4))
+    assert score._tables is not None and sum(t is not None for t in score._tables.tables) >= 2
+    test = np.column_stack([rng.integers(-10**6, 10**6, n).astype(float), rng.normal(size=n)])
+    np.testing.assert_array_equal(score(test), model.decision_function(_features(test, indices, moduli)))
+    test[7, 0] = 2.5  # not an integer: every residue of that column by np.mod, as the model reads it
+    np.testing.assert_array_equal(score(test), model.decision_function(_features(test, indices, moduli)))
+
+
 def test_the_view_selector_alone_is_the_former_rule():
     rng = np.random.default_rng(np.random.SeedSequence(3))
     vx, vxp = rng.laplace(1.0, 1.0, size=(20_000, 1)), rng.laplace(0.0, 1.0, size=(20_000, 1))

@@ -297,6 +297,15 @@ class _TreeTables:
         self.baseline = baseline
         self.features = features  # (slot, column, modulus, sorted thresholds), one per feature split on
         self.trees = trees  # per tree: (slot, offsets of each global interval into the tree's cells), leaf values
+        # A residue feature's interval, as a table over the residues of its column mod the
+        # lcm of that column's moduli: one np.mod per column and a look-up per feature in
+        # place of a np.mod and a searchsorted per feature (the same intervals: below).
+        periods: dict[int, int] = {}
+        for _, column, modulus, _ in features:
+            if modulus:
+                periods[column] = math.lcm(periods.get(column, 1), modulus)
+        self.tables = [np.searchsorted(thresholds, np.arange(periods[column]) % modulus, side="left")
+                       if modulus else None for _, column, modulus, thresholds in features]
 
     @classmethod
     def of(cls, model: Any, indices: Sequence[int], moduli: Sequence[int]) -> _TreeTables | None:
@@ -353,7 +362,14 @@ class _TreeTables:
 
     def __call__(self, views: np.ndarray) -> np.ndarray:
         where = []
-        for _, column, modulus, thresholds in self.features:
+        residues: dict[int, np.ndarray | None] = {}
+        for (_, column, modulus, thresholds), table in zip(self.features, self.tables):
+            if table is not None:
+                if column not in residues:
+                    residues[column] = _integer_residues(views[:, column], len(table))
+                if (r := residues[column]) is not None:
+                    where.append(np.take(table, r))
+                    continue
             value = _features(views, (column,), (modulus,))[:, 0]
             where.append(np.searchsorted(thresholds, value, side="left"))
         raw = np.zeros(len(views))
@@ -365,6 +381,25 @@ class _TreeTables:
                 cell += np.take(offset, where[k], out=part)
             raw += np.take(values, cell)
         return raw
+
+
+def _integer_residues(column: np.ndarray, period: int) -> np.ndarray | None:
+    """``column mod period`` as indices, if every value is an integer of int64's range (else None).
+
+    For such a value v and m dividing ``period``, ``(v mod period) mod m`` is ``v mod m``
+    exactly, as np.mod computes it on the float (exact for integers), so a table over
+    ``range(period)`` gives the interval that a searchsorted of ``v mod m`` gives.
+
+    >>> _integer_residues(np.array([5.0, -1.0, 12.0]), 12).tolist(), _integer_residues(np.array([0.5]), 12)
+    ([5, 11, 0], None)
+    """
+    values = np.asarray(column, dtype=float)
+    with np.errstate(invalid="ignore"):  # a value beyond int64 casts to garbage, and the check sees it
+        index = values.astype(np.int64)
+    if not (index == values).all():  # (a cast beyond int64's range gives -2^63, which no such value equals)
+        return None
+    index %= period
+    return index
 
 
 @dataclass(frozen=True, eq=False)
