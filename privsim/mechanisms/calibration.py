@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from privsim.errors import ParameterError
 from privsim.mechanisms._checks import integer, positive
-from privsim.mechanisms.noise_source import tree_height
+from privsim.mechanisms.noise_source import MAX_HEIGHT, tree_height
 
 __all__ = [
     "CALIBRATIONS",
@@ -59,7 +59,6 @@ __all__ = [
 Calibration = Literal["paper", "exact"]
 #: The node-variance rules of the Gaussian tree.
 CALIBRATIONS: tuple[str, ...] = ("paper", "exact")
-_MAX_HEIGHT = 62
 
 
 def check_calibration(calibration: str) -> str:
@@ -179,7 +178,7 @@ def tree_sensitivity2(h: int) -> float:
     >>> round(tree_sensitivity2(1), 6), round(tree_sensitivity2(10), 6)
     (0.666667, 1.790783)
     """
-    h = integer("h", h, 0, _MAX_HEIGHT)
+    h = integer("h", h, 0, MAX_HEIGHT)
     a = _a(h)
     V = np.zeros((1, 3))  # V_h(B) = 0
     for j in range(h, 0, -1):
