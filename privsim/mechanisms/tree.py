@@ -527,9 +527,7 @@ class _LazyTree(_Tree):
             self._unlock()
         state = self._state
         slot = state.slot(coord)
-        row, w, last = state.data[slot], int(state.mask[slot]), int(state.last[slot])
-        if t < last:
-            _refuse_backwards(coord, last, t)
+        row, w, last = state.data[slot], int(state.mask[slot]), state.check_forward(coord, slot, t)
         if t != last:
             if last == 0:  # Alg. 1 l.3-9
                 self._start_one(row)
