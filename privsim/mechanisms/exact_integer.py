@@ -176,11 +176,10 @@ def skellam_law(mu: float, tail: float = TRUNCATION) -> IntegerLaw:
     """
     mu = _checks.positive("mu", mu, scalar=True)
     K = 10
-    while 2.0 * stats.skellam.sf(K, mu / 2, mu / 2) > tail:
+    while (out := float(2.0 * stats.skellam.sf(K, mu / 2, mu / 2))) > tail:  # the mass outside [-K, K]
         K *= 2
     k = np.arange(-K, K + 1)
     pmf = stats.skellam.pmf(k, mu / 2, mu / 2)
-    out = float(2.0 * stats.skellam.sf(K, mu / 2, mu / 2))
     return IntegerLaw(-K, pmf, out, _SKELLAM_RELATIVE * pmf, True)
 
 
