@@ -532,7 +532,12 @@ def skellam_rdp(alpha: int, variance: float, sensitivity: float = 1.0) -> float:
     a = _checks.integer("alpha", alpha, 2)
     mu = _checks.positive("variance", variance, scalar=True)
     d = _checks.positive("sensitivity", sensitivity, scalar=True)
-    return a * d * d / (2.0 * mu) + min(((2 * a - 1) * d * d + 6.0 * d) / (4.0 * mu * mu), 3.0 * d / (2.0 * mu))
+    return float(_skellam_rdp_bound(a, mu, d))
+
+
+def _skellam_rdp_bound(a: Any, mu: float, d: float) -> Any:
+    """[AKL21] Theorem 3.5's bound at the order(s) ``a`` (a number or an array), unchecked."""
+    return a * d * d / (2.0 * mu) + np.minimum(((2 * a - 1) * d * d + 6.0 * d) / (4.0 * mu * mu), 3.0 * d / (2.0 * mu))
 
 
 def skellam_epsilon(variance: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -570,8 +575,7 @@ def skellam_epsilon(variance: float, delta: float, sensitivity: float = 1.0) -> 
     delta = _checks.probability("delta", delta)
     d = _checks.positive("sensitivity", sensitivity, scalar=True)
     a = np.asarray(RDP_ORDERS, dtype=np.float64)
-    rdp = a * d * d / (2.0 * mu) + np.minimum(((2 * a - 1) * d * d + 6.0 * d) / (4.0 * mu * mu), 3.0 * d / (2.0 * mu))
-    eps = rdp + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
+    eps = _skellam_rdp_bound(a, mu, d) + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
     return max(0.0, float(eps.min()))
 
 
