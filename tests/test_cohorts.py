@@ -18,6 +18,7 @@ from privsim.parties.cohort import CohortRNG
 from privsim.parties.rng import StreamSeeder, block_range, generator_call
 from privsim.protocols.ck_sum import CKSum
 from privsim.protocols.randomized_response import RandomizedResponseDistributed
+from privsim.protocols.secagg import SecAgg, SecAggPlus
 from privsim.protocols.secure_sum import SecureSum
 from privsim.protocols.shuffle_sum import ShuffleSum
 from privsim.transport.local import LocalTransport
@@ -109,6 +110,45 @@ def test_rr_distributed_and_shuffle_sum_with_cohorts_are_the_per_party_run_bit_f
         assert_same_run(a, b)
         if coalition is not None:
             assert_same_view(a, b, coalition)
+
+
+@pytest.mark.parametrize("make, n", [
+    (lambda: SecAgg(), 12), (lambda: SecAggPlus(), 30),
+    (lambda: SecAggPlus(dropout="0.05", noise="discrete-gaussian"), 30),
+    (lambda: SecAgg(dropout="3@masked-input,5@unmasking", noise="skellam"), 12),
+    (lambda: SecAggPlus(dropout="2@share-keys,7@unmasking", noise="discrete-laplace", tolerate=0.1), 12),
+], ids=["secagg", "secagg-plus", "plus-dropout-dgauss", "secagg-fixed-skellam", "plus-fixed-dlaplace"])
+def test_secagg_with_cohorts_is_the_per_party_run_bit_for_bit(make, n: int) -> None:
+    proto = make()
+    assert proto.cohorts(n, 1) == {"clients": range(n)}
+    x = (np.arange(n) % 2).tolist()
+    for coalition in (None, "0", "C", "1,4", "C,2"):
+        kw = dict(trials=5, seed=3, coalition=coalition)
+        a, b = privsim.simulate(proto, x, **kw), privsim.simulate(proto, x, transport=PER_PARTY, **kw)
+        assert_same_run(a, b)
+        if coalition is not None:
+            assert_same_view(a, b, coalition)
+
+
+def test_secagg_aborts_alike_in_cohorts_and_per_party() -> None:
+    # n = 30 with a tenth of the clients dropping: in trial 4 one client keeps too few share holders
+    proto, x = SecAggPlus(dropout="0.1"), (np.arange(30) % 2).tolist()
+    errors = []
+    for transport in (LocalTransport(), PER_PARTY):
+        with pytest.raises(PartyFailure) as exc:
+            privsim.simulate(proto, x, trials=5, seed=3, transport=transport)
+        errors.append(str(exc.value))
+    assert errors[0] == errors[1] and "aborted at stage unmasking" in errors[0]
+
+
+def test_cohort_inbox_from_each_reads_one_sender_per_member() -> None:
+    box = CohortInbox(3, 2, [(0, np.array([4, 7]), np.arange(4).reshape(2, 2)),
+                             (np.array([2, 1]), np.array([4, 4]), np.arange(10, 14).reshape(2, 2)),
+                             (1, np.array(["C", 7], dtype=object), np.arange(20, 24).reshape(2, 2))])
+    assert box.from_each(np.array([7, 4, 4])).tolist() == [[1, 11, 10], [3, 13, 12]]
+    assert box.from_each(np.array([4, 7, 4])).tolist() == [[0, 21, 10], [2, 23, 12]]
+    with pytest.raises(KeyError):
+        box.from_each(np.array([4, 4, 7]))
 
 
 def test_two_seeding_blocks_per_trial_inputs_and_named_parties_change_nothing() -> None:

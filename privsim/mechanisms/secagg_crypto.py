@@ -126,7 +126,9 @@ def shamir_share(rng: Any, secrets: Any, holders: Any, threshold: int, size: Any
 
     Draws ``threshold - 1`` uniform coefficients per secret (``rng.integers(0, p,
     size=(*size, threshold - 1))``, so with a trial rng the result has the trial axis first)
-    and evaluates the polynomial at x = id + 1. Returns shape ``(*secrets.shape, len(holders))``.
+    and evaluates the polynomial at x = id + 1. Returns shape ``(*secrets.shape, holders.shape[-1])``;
+    ``holders`` may also carry leading axes that broadcast against ``secrets`` (a cohort's
+    members, each with its own holders: ``(k, h)`` for secrets ``(trials, k)``).
 
     >>> rng = np.random.default_rng(0)
     >>> s = shamir_share(rng, np.array([5, 9]), [0, 1, 2, 3], 3, size=(2,))
@@ -137,7 +139,7 @@ def shamir_share(rng: Any, secrets: Any, holders: Any, threshold: int, size: Any
     size = tuple(size)
     coeffs = rng.integers(0, PRIME, size=(*size, threshold - 1), dtype=np.int64)
     xs = np.asarray(holders, dtype=np.int64) + 1
-    out = np.zeros((*secrets.shape, len(xs)), dtype=np.int64)
+    out = np.zeros((*secrets.shape, xs.shape[-1]), dtype=np.int64)
     for j in range(threshold - 2, -1, -1):  # Horner: ((c_{r-2} x + ...) x + c_0) x + secret
         out = (out + coeffs[..., j, None]) * xs % PRIME
     return (out + secrets[..., None]) % PRIME

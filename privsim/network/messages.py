@@ -250,7 +250,8 @@ class CohortInbox:
         """
         got: dict[int, np.ndarray] = {}
         for pos, senders, values in self.entries:
-            hit = np.flatnonzero(senders == sender) if isinstance(sender, (int, np.integer)) else []
+            # an int array holds parties' ids only; the curator is in an object array (an own-task box)
+            hit = np.flatnonzero(senders == sender) if senders.dtype == object or not isinstance(sender, str) else []
             if isinstance(pos, np.ndarray):
                 got.update(zip(pos[hit].tolist(), (values[:, i] for i in hit)))
             elif len(hit):
@@ -258,6 +259,43 @@ class CohortInbox:
         if len(got) != self.k:
             raise KeyError(sender)
         return np.stack([got[j] for j in range(self.k)], axis=1)
+
+
+    def from_each(self, senders: np.ndarray) -> np.ndarray:
+        """What member ``j`` received from party ``senders[j]`` (int ids): ``(trials, k, ...)``;
+        with ``senders`` of shape ``(k, d)``, from each of its ``d`` senders: ``(trials, k, d, ...)``.
+
+        >>> box = CohortInbox(2, 1, [(0, np.array([5, 6]), np.array([[1, 2]])), (1, np.array([5]), np.array([[3]]))])
+        >>> box.from_each(np.array([6, 5])).tolist(), box.from_each(np.array([[6, 5], [5, 5]])).tolist()
+        ([[2, 3]], [[[2, 1], [3, 3]]])
+
+        Raises
+        ------
+        KeyError
+            Some member received nothing from one of its senders.
+        """
+        want = np.asarray(senders, dtype=np.int64)
+        members = np.arange(self.k, dtype=np.int64).reshape(self.k, *[1] * (want.ndim - 1))
+        asked = (members << 32 | want).ravel()  # (member, sender) as one key; ids < 2^31
+        out, filled = None, np.zeros(asked.size, dtype=bool)
+        for pos, who, values in self.entries:
+            if who.dtype == object:  # an own-task party's box with the curator in it: the parties' messages
+                keep = np.array([not isinstance(s, str) for s in who])
+                who, values = who[keep].astype(np.int64), values[:, keep]
+            if not len(who):
+                continue
+            keys = (pos if isinstance(pos, np.ndarray) else np.full(len(who), pos, dtype=np.int64)) << 32 | who
+            order = np.argsort(keys, kind="stable")
+            at = order[np.minimum(np.searchsorted(keys, asked, sorter=order), len(keys) - 1)]
+            hit = keys[at] == asked
+            if hit.any():
+                if out is None:
+                    out = np.empty((self.trials, asked.size, *values.shape[2:]), dtype=values.dtype)
+                out[:, hit] = values[:, at[hit]]
+                filled |= hit
+        if out is None or not filled.all():
+            raise KeyError(int(want.ravel()[np.argmin(filled)]))
+        return out.reshape(self.trials, *want.shape, *out.shape[2:])
 
 
 class CohortOutbox:

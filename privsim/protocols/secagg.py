@@ -79,6 +79,7 @@ from privsim.errors import ParameterError, PartyFailure
 from privsim.mechanisms import secagg_crypto as crypto
 from privsim.mechanisms.sharing import reconstruct
 from privsim.network.schedule import CURATOR, Schedule
+from privsim.parties.cohort import CohortContext
 from privsim.parties.context import PartyContext
 from privsim.protocols.base import Param, Privacy
 from privsim.protocols.secure_sum import DistributedNoiseSum
@@ -250,14 +251,18 @@ class SecAgg(DistributedNoiseSum):
             stages += ["consistency-check (survivors)", "consistency-check (signatures)"]
         return [*stages, "unmasking (survivors)", "unmasking (shares)"]
 
-    def _drops(self, ctx: PartyContext) -> np.ndarray:
-        # The stage index at which this client stops, per trial (len(stages): never).
+    def _drops(self, ctx: PartyContext | CohortContext) -> np.ndarray:
+        # The stage index at which this client stops, per trial (len(stages): never); a
+        # cohort's: (trials, members).
         fraction, fixed = parse_dropout(self.dropout, ctx.n, self.stages)
         never = len(self.stages)
         if fraction > 0:
             u = ctx.rng.random(size=())
             stage = ctx.rng.integers(0, never, size=())
             return np.where(u < fraction, stage, never)
+        if isinstance(ctx, CohortContext):
+            stops = np.array([fixed.get(u, never) for u in ctx.ids.tolist()], dtype=np.int64)
+            return np.broadcast_to(stops, (ctx.trials, ctx.k)).copy()
         return np.full(ctx.trials, fixed.get(ctx.id, never), dtype=np.int64)
 
     # ------------------------------------------------------------------ noise
@@ -310,6 +315,58 @@ class SecAgg(DistributedNoiseSum):
         ctx.send(CURATOR, np.where(alive[-1][:, None], reply, ABSENT))
         await ctx.end_round()
         ctx.output(drops)
+
+    def cohorts(self, n: int, t: int) -> dict[str, Sequence[int]]:
+        """Every client runs the same steps (the server runs alone).
+
+        >>> SecAggPlus().cohorts(5, 1)
+        {'clients': range(0, 5)}
+        """
+        return {"clients": range(n)}
+
+    async def cohort(self, role: str, cctx: CohortContext) -> None:
+        """:meth:`party` for many clients at once: each member's own draws, messages and
+        absences, its neighbours a row of a ``(members, degree)`` array (the graph is regular)."""
+        n, ids, r = cctx.n, cctx.ids, cctx.t + 1
+        q = self.modulus_for(n, cctx.t)
+        nb = np.array([self.neighbours(n)[u] for u in ids.tolist()], dtype=np.int64)  # (k, degree)
+        holders = np.concatenate([ids[:, None], nb], axis=1)
+        drops = self._drops(cctx)  # (R, k)
+        alive = [drops > s for s in range(len(self.stages))]
+        secret = crypto.secret_keys(cctx.rng, ())
+        seed = cctx.rng.integers(0, crypto.PRIME, size=())
+        units = self.units(n, cctx.t)
+        noise = self.family_for(n, cctx.t).share(cctx.rng, self.shares_count(n, cctx.t), size=())
+        cctx.send(CURATOR, np.where(alive[0], crypto.public_key(secret), ABSENT))
+        await cctx.end_round()
+        pks = (await cctx.end_round()).from_party(CURATOR)  # (R, k, degree)
+        shares = np.stack([crypto.shamir_share(cctx.rng, secret, holders, r),
+                           crypto.shamir_share(cctx.rng, seed, holders, r)], axis=-1)  # (R, k, degree+1, 2)
+        for i in range(nb.shape[1]):
+            ok = alive[1] & (pks[:, :, i] != ABSENT)
+            cctx.send_each(nb[:, i], np.where(ok[..., None], shares[:, :, i + 1], ABSENT))
+        inbox = await cctx.end_round()
+        received = inbox.from_each(nb)  # (R, k, degree, 2): what each member's neighbours sent it
+        got = received[..., 0] != ABSENT
+        masks = crypto.prg(crypto.agree(secret[..., None], np.maximum(pks, 1)), q)
+        pairwise = np.where(got, np.where(nb > ids[:, None], masks, (q - masks) % q), 0)
+        y = reconstruct(np.concatenate([((np.asarray(cctx.input, dtype=np.int64) * units + noise) % q)[..., None],
+                                        crypto.prg(seed, q)[..., None], pairwise], axis=-1), q)
+        masked = np.concatenate([y[..., None], got.astype(np.int64)], axis=-1)
+        cctx.send(CURATOR, np.where(alive[2][..., None], masked, ABSENT))
+        await cctx.end_round()
+        if "consistency-check" in self.stages:
+            await cctx.end_round()
+            cctx.send(CURATOR, np.where(alive[3], 1, ABSENT))
+            await cctx.end_round()
+        u3 = (await cctx.end_round()).from_party(CURATOR)
+        u3 = (u3[:, :, 0] if u3.ndim == 4 else u3).astype(bool)  # (R, k, degree+1)
+        mine = np.concatenate([shares[:, :, :1], received], axis=2)  # (R, k, degree+1, 2)
+        reply = np.where(u3, mine[..., 1], mine[..., 0])
+        reply = np.where(mine[..., 0] == ABSENT, ABSENT, reply)
+        cctx.send(CURATOR, np.where(alive[-1][..., None], reply, ABSENT))
+        await cctx.end_round()
+        cctx.output(drops)
 
     async def curator(self, ctx: PartyContext) -> None:
         n, r, trials = ctx.n, ctx.t + 1, ctx.trials
