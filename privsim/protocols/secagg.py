@@ -317,12 +317,13 @@ class SecAgg(DistributedNoiseSum):
         ctx.output(drops)
 
     def cohorts(self, n: int, t: int) -> dict[str, Sequence[int]]:
-        """Every client runs the same steps (the server runs alone).
+        """Every client runs the same steps (the server runs alone); the cohort form needs
+        every client to have as many neighbours (the Harary and the complete graph do).
 
         >>> SecAggPlus().cohorts(5, 1)
         {'clients': range(0, 5)}
         """
-        return {"clients": range(n)}
+        return {"clients": range(n)} if len({len(v) for v in self.neighbours(n)}) == 1 else {}
 
     async def cohort(self, role: str, cctx: CohortContext) -> None:
         """:meth:`party` for many clients at once: each member's own draws, messages and
@@ -412,33 +413,46 @@ class SecAgg(DistributedNoiseSum):
 
     def _unmask(self, inbox: Any, pks: np.ndarray, masked: dict, u3: np.ndarray, nbs: list[list[int]], r: int,
                 q: int, rnd: int, trials: int) -> np.ndarray:
+        """The sum of the survivors' inputs and noise: every client w's masks removed, all w at once
+        (a client's holders are a row of one array: every client has as many neighbours)."""
         n = len(nbs)
-        pos = [{w: i for i, w in enumerate([h, *nbs[h]])} for h in range(n)]  # owner -> index in h's lists
-        parts = [np.where(u3, np.stack([masked[u][:, 0] for u in range(n)], axis=1), 0)]
-        for w in range(n):
-            holders = [w, *nbs[w]]
-            vals = np.stack([inbox[h][:, pos[h][w]] for h in holders], axis=1)  # (R, k+1) shares of w's secret
-            present = vals != ABSENT
-            # which surviving neighbours v masked with w (the U2 list v sent with y_v)
-            with_w = np.stack([u3[:, v] & (masked[v][:, pos[v][w]] == 1) for v in nbs[w]], axis=1)
-            needed = u3[:, w] | with_w.any(axis=1)
-            short = needed & (present.sum(axis=1) < r)
-            if short.any():
-                trial = int(np.argmax(short))
-                what = "self-mask seed" if u3[trial, w] else "secret key"
-                raise PartyFailure(f"{self.name} aborted at stage unmasking (round {rnd}): in trial {trial} only "
-                                   f"{int(present[trial].sum())} of client {w}'s {len(holders)} share holders "
-                                   f"answered (threshold t + 1 = {r}), too few to recover its {what}; the server "
-                                   "releases nothing", CURATOR, rnd)
-            order = np.argsort(~present, axis=1, kind="stable")[:, :r]
-            secret = crypto.shamir_reconstruct(np.take_along_axis(vals, order, axis=1), np.asarray(holders)[order])
-            # a survivor: remove its self-mask
-            parts.append(np.where(u3[:, w], (q - crypto.prg(secret, q)) % q, 0)[:, None])
-            lost = needed & ~u3[:, w]
-            if lost.any():  # a dropped client: remove its pairwise masks from its survivors' y_v
-                masks = crypto.prg(crypto.agree(secret[:, None], np.maximum(pks[:, nbs[w]], 1)), q)
-                held = np.where(np.asarray(nbs[w]) < w, masks, (q - masks) % q)  # y_v holds +mask if v < w
-                parts.append(np.where(lost[:, None] & with_w, (q - held) % q, 0))
+        if len({len(v) for v in nbs}) != 1:  # pragma: no cover - the bundled graphs are regular
+            raise ParameterError(f"{self.name}: every client needs as many neighbours")
+        nb = np.array(nbs, dtype=np.int64)  # (n, k)
+        holders = np.concatenate([np.arange(n)[:, None], nb], axis=1)  # (n, k+1): w and its neighbours
+        # slot[w, j]: where owner w stands in holder h = holders[w, j]'s own list [h, *nb[h]]: 0 for h = w,
+        # else 1 + w's place in the sorted row nb[h] (read off the rows laid end to end, keys h n + v)
+        ids = np.arange(n, dtype=np.int64)
+        place = np.searchsorted((ids[:, None] * n + nb).ravel(), nb * n + ids[:, None]) - nb * nb.shape[1]
+        slot = np.concatenate([np.zeros((n, 1), dtype=np.int64), 1 + place], axis=1)
+        replies = np.stack([inbox[h] for h in range(n)], axis=1)  # (R, n, k+1): h's answer per owner in its list
+        ys = np.stack([masked[u] for u in range(n)], axis=1)  # (R, n, 1+k): y_u and the U2 list u sent
+        vals = replies[:, holders, slot]  # (R, n, k+1): the shares of w's secret that came
+        present = vals != ABSENT
+        # which surviving neighbours v of w masked with w (the U2 list v sent with y_v)
+        with_w = u3[:, nb] & (ys[:, nb, slot[:, 1:]] == 1)  # (R, n, k)
+        needed = u3 | with_w.any(axis=2)
+        short = needed & (present.sum(axis=2) < r)
+        if short.any():
+            w = int(np.argmax(short.any(axis=0)))
+            trial = int(np.argmax(short[:, w]))
+            what = "self-mask seed" if u3[trial, w] else "secret key"
+            raise PartyFailure(f"{self.name} aborted at stage unmasking (round {rnd}): in trial {trial} only "
+                               f"{int(present[trial, w].sum())} of client {w}'s {holders.shape[1]} share holders "
+                               f"answered (threshold t + 1 = {r}), too few to recover its {what}; the server "
+                               "releases nothing", CURATOR, rnd)
+        order = np.argsort(~present, axis=2, kind="stable")[:, :, :r]
+        secret = crypto.shamir_reconstruct(np.take_along_axis(vals, order, axis=2),
+                                           np.take_along_axis(np.broadcast_to(holders, vals.shape), order, axis=2))
+        parts = [np.where(u3, ys[:, :, 0], 0),
+                 np.where(u3, (q - crypto.prg(secret, q)) % q, 0)]  # survivors: y_w, less their self-masks
+        lost = needed & ~u3
+        gone = np.flatnonzero(lost.any(axis=0))  # the dropped clients whose pairwise masks stay in survivors' y_v
+        if gone.size:
+            nbg = nb[gone]
+            masks = crypto.prg(crypto.agree(secret[:, gone, None], np.maximum(pks[:, nbg], 1)), q)  # (R, g, k)
+            held = np.where(nbg < gone[:, None], masks, (q - masks) % q)  # y_v holds +mask if v < w
+            parts.append(np.where(lost[:, gone, None] & with_w[:, gone], (q - held) % q, 0).reshape(trials, -1))
         return reconstruct(np.concatenate(parts, axis=1), q)
 
     # ------------------------------------------------------------------ results
