@@ -20,7 +20,8 @@ process, back to back; CPU time, since the shared machine's wall clock also coun
 other tenants), ``secure_sum_vs_per_party_streams`` = the same over :func:`per_stream_draws`
 (the parties' draws alone, each from its own stream, in a numpy loop), ``recorded_vs_bulk``
 and ``per_party_vs_bulk`` likewise, ``cohort_speedup`` = per-party CPU / cohort CPU
-(``ck_sum_cohort_speedup``: the same for ck-sum), ``same_results`` (estimates, messages
+(``ck_sum_cohort_speedup``: the same for ck-sum; ``secagg_plus_cohort_speedup``: for SecAgg+ at
+n = 8192), ``same_results`` (estimates, messages
 and bits equal in every mode of each protocol), microseconds of CPU per message, and each run's peak
 resident set (``ru_maxrss``, MB). Run: ``python bench/bench_bulk.py`` (prints JSON);
 ``python bench/bench_bulk.py --n 1000000`` for the million (unrecorded only).
@@ -137,6 +138,27 @@ def measure_ck(n: int, mode: str) -> dict[str, Any]:
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
 
 
+#: SecAgg+'s clients (a Harary graph of degree k = O(log n)): cohorts against per party.
+SECAGG_N = 8192
+
+
+def measure_secagg(mode: str) -> dict[str, Any]:
+    """SecAgg+ (discrete-Gaussian shares, no dropout, its default t) at n = :data:`SECAGG_N`, the trials
+    above, unrecorded, in cohorts or per party: CPU seconds and results."""
+    import privsim
+    from privsim.protocols.secagg import SecAggPlus
+    from privsim.transport.local import LocalTransport
+
+    inputs = (np.arange(SECAGG_N) % 2).astype(np.int64)
+    kw: dict[str, Any] = {"transport": LocalTransport(cohorts=False)} if mode == "secagg_per_party" else {}
+    c0 = time.process_time()
+    res = privsim.simulate(SecAggPlus(noise="discrete-gaussian", epsilon=1.0), inputs, trials=TRIALS, seed=SEED,
+                           record=False, **kw)
+    return {"mode": mode, "cpu_s": time.process_time() - c0, "messages": res.messages, "bits": res.bits,
+            "estimate": np.asarray(res.estimate).tolist(),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
+
+
 def child(n: int, mode: str) -> dict[str, Any]:
     """:func:`measure` in a fresh child process."""
     out = subprocess.run([sys.executable, __file__, "--child", mode, "--n", str(n)], capture_output=True, text=True,
@@ -168,19 +190,25 @@ def main(n: int = N) -> dict[str, Any]:
         ck = {mode: child(n, mode) for mode in ("ck_cohort", "ck_per_party")}
         out.update(ck_sum_cohort_speedup=ck["ck_per_party"]["cpu_s"] / ck["ck_cohort"]["cpu_s"],
                    ck_sum_cohort_cpu_s=ck["ck_cohort"]["cpu_s"], ck_sum_per_party_cpu_s=ck["ck_per_party"]["cpu_s"])
+        sa = {mode: child(n, mode) for mode in ("secagg_cohort", "secagg_per_party")}
+        out.update(secagg_plus_cohort_speedup=sa["secagg_per_party"]["cpu_s"] / sa["secagg_cohort"]["cpu_s"],
+                   secagg_plus_cohort_cpu_s=sa["secagg_cohort"]["cpu_s"],
+                   secagg_plus_per_party_cpu_s=sa["secagg_per_party"]["cpu_s"])
         same = [(r["estimate"], r["messages"], r["bits"]) for r in runs.values()]
-        ck_same = [(r["estimate"], r["messages"], r["bits"]) for r in ck.values()]
-        out["same_results"] = all(x == same[0] for x in same) and ck_same[0] == ck_same[1]
+        pairs = [[(r["estimate"], r["messages"], r["bits"]) for r in group.values()] for group in (ck, sa)]
+        out["same_results"] = all(x == same[0] for x in same) and all(a == b for a, b in pairs)
     return out
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=N)
-    ap.add_argument("--child", choices=("unrecorded", "recorded", "per_party", "ck_cohort", "ck_per_party"),
-                    help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=("unrecorded", "recorded", "per_party", "ck_cohort", "ck_per_party",
+                                        "secagg_cohort", "secagg_per_party"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.child:
+    if args.child and args.child.startswith("secagg_"):
+        print(json.dumps(measure_secagg(args.child), indent=2))
+    elif args.child:
         print(json.dumps((measure_ck if args.child.startswith("ck_") else measure)(args.n, args.child), indent=2))
     else:
         print(json.dumps(main(args.n), indent=2))
