@@ -16,10 +16,12 @@ from privsim.network.messages import CohortInbox
 from privsim.network.schedule import Schedule
 from privsim.parties.cohort import CohortRNG
 from privsim.parties.rng import StreamSeeder, block_range, generator_call
+from privsim.protocols.central import CentralGaussian, CentralLaplace
 from privsim.protocols.ck_sum import CKSum
-from privsim.protocols.randomized_response import RandomizedResponseDistributed
+from privsim.protocols.randomized_response import RandomizedResponse, RandomizedResponseDistributed
 from privsim.protocols.secagg import SecAgg, SecAggPlus
 from privsim.protocols.secure_sum import SecureSum
+from privsim.protocols.shuffle import ShuffleRR
 from privsim.protocols.shuffle_sum import ShuffleSum
 from privsim.transport.local import LocalTransport
 
@@ -100,7 +102,12 @@ def test_ck_sum_with_cohorts_is_the_per_party_run_bit_for_bit(params: dict, n: i
     (lambda: RandomizedResponseDistributed(epsilon=0.3), [1, 0, 1]),
     (lambda: ShuffleSum(epsilon=1.0), (np.arange(17) % 3 / 4).tolist()),
     (lambda: ShuffleSum(epsilon=0.5, precision=7), (np.arange(9) % 2).tolist()),
-], ids=["rr-distributed", "rr-distributed-3", "shuffle-sum", "shuffle-sum-p7"])
+    (lambda: RandomizedResponse(epsilon=1.0), (np.arange(19) % 2).tolist()),
+    (lambda: CentralLaplace(epsilon=1.0, broadcast=True), (np.arange(11) % 2).tolist()),
+    (lambda: CentralGaussian(rho=0.5), (np.arange(8) % 2).tolist()),
+    (lambda: ShuffleRR(epsilon=1.0), (np.arange(23) % 2).tolist()),
+], ids=["rr-distributed", "rr-distributed-3", "shuffle-sum", "shuffle-sum-p7", "rr-local", "central-laplace-bc",
+        "central-gaussian", "shuffle-rr"])
 def test_rr_distributed_and_shuffle_sum_with_cohorts_are_the_per_party_run_bit_for_bit(make, x) -> None:
     proto, n = make(), len(x)
     assert proto.cohorts(n, 0)

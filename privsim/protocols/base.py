@@ -441,6 +441,26 @@ class Protocol:
         what :meth:`party` does, for ``cctx.ids`` at once (values ``(trials, k, ...)``)."""
         raise NotImplementedError
 
+    def cohort_roles(self, n: int, t: int) -> dict[str, Sequence[int]]:
+        """:meth:`cohorts`, where :meth:`cohort` was written for this class's :meth:`party`; else none.
+
+        A subclass that overrides :meth:`party` (or :meth:`schedule`) but not :meth:`cohort`
+        (say a variant of randomized response with a second round) runs per party: the
+        inherited cohort form would do what the parent's parties do.
+
+        >>> from privsim.protocols.leaky import LeakyRR
+        >>> from privsim.protocols.randomized_response import RandomizedResponse
+        >>> RandomizedResponse().cohort_roles(3, 0), LeakyRR().cohort_roles(3, 0)
+        ({'parties': range(0, 3)}, {})
+        """
+        mro = type(self).__mro__
+        def owner(name: str) -> type:
+            return next(k for k in mro if name in vars(k))
+        cohort = owner("cohort")
+        if cohort is Protocol or not all(issubclass(cohort, owner(name)) for name in ("party", "schedule")):
+            return {}
+        return self.cohorts(n, t)
+
     def true_value(self, inputs: np.ndarray) -> np.ndarray:
         """The exact value the protocol estimates, per trial: inputs ``(trials, n, ...)`` -> ``(trials,)``."""
         return inputs.reshape(inputs.shape[0], -1).sum(axis=1)

@@ -51,6 +51,7 @@ import numpy as np
 
 from privsim.mechanisms import noise as noise_lib
 from privsim.network.schedule import CURATOR, Schedule
+from privsim.parties.cohort import CohortContext
 from privsim.parties.context import PartyContext
 from privsim.protocols.base import Param, Privacy, check_rho_or_epsilon
 from privsim.protocols.secure_sum import IntegerInputs
@@ -76,6 +77,21 @@ class _Central(IntegerInputs):
         await ctx.end_round()
         if self.broadcast:
             ctx.output((await ctx.end_round())[CURATOR])
+
+    def cohorts(self, n: int, t: int) -> dict[str, Sequence[int]]:
+        """Every party sends its input to the curator.
+
+        >>> CentralLaplace().cohorts(3, 0)
+        {'parties': range(0, 3)}
+        """
+        return {"parties": range(n)}
+
+    async def cohort(self, role: str, cctx: CohortContext) -> None:
+        """:meth:`party` for many parties at once."""
+        cctx.send(CURATOR, cctx.input)
+        await cctx.end_round()
+        if self.broadcast:
+            cctx.output((await cctx.end_round()).from_party(CURATOR))
 
     async def curator(self, ctx: PartyContext) -> None:
         total = (await ctx.end_round()).total()

@@ -83,6 +83,19 @@ class RandomizedResponse(_RRMath):
         ctx.send(CURATOR, self.flip(ctx))
         await ctx.end_round()
 
+    def cohorts(self, n: int, t: int) -> dict[str, Sequence[int]]:
+        """Every party sends its flip to the curator.
+
+        >>> RandomizedResponse().cohorts(4, 0)
+        {'parties': range(0, 4)}
+        """
+        return {"parties": range(n)}
+
+    async def cohort(self, role: str, cctx: CohortContext) -> None:
+        """:meth:`party` for many parties at once."""
+        cctx.send(CURATOR, self.flip(cctx))  # type: ignore[arg-type]  # flip reads only rng and input
+        await cctx.end_round()
+
     async def curator(self, ctx: PartyContext) -> None:
         inbox = await ctx.end_round()
         ctx.output(inbox.total())  # k = sum z_i

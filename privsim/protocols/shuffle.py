@@ -67,6 +67,7 @@ from privsim.mechanisms.shuffle_accounting import (
     rr_keep_probability,
 )
 from privsim.network.schedule import CURATOR, Schedule
+from privsim.parties.cohort import CohortContext
 from privsim.parties.context import PartyContext
 from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
 
@@ -136,6 +137,19 @@ class ShuffleRR(Protocol):
         count = z + sum(np.asarray(v, dtype=np.int64) for v in inbox.values())
         ctx.send(CURATOR, count, bits=ctx.n)
         await ctx.end_round()
+
+    def cohorts(self, n: int, t: int) -> dict[str, Sequence[int]]:
+        """The users 1..n-1, who send their reports to the shuffler (party 0, alone).
+
+        >>> ShuffleRR().cohorts(4, 0)
+        {'users': range(1, 4)}
+        """
+        return {"users": range(1, n)}
+
+    async def cohort(self, role: str, cctx: CohortContext) -> None:
+        """:meth:`party` for many users at once."""
+        cctx.send(SHUFFLER, self.report(cctx), bits=1)  # type: ignore[arg-type]  # reads only rng and input
+        await cctx.end_round()
 
     async def curator(self, ctx: PartyContext) -> None:
         await ctx.end_round()

@@ -109,7 +109,7 @@ class LocalTransport(Transport):
         """
         if not self.cohorts:
             return []
-        roles = plan.protocol.cohorts(plan.n, plan.t)
+        roles = plan.protocol.cohort_roles(plan.n, plan.t)
         if not roles:
             return []
         keep_all = plan.recorded == "all"  # every party's messages and tapes are kept, cohorts' too
