@@ -228,15 +228,13 @@ def floor_estimate(n: int, trials: int, *, workers: int = 1, audit: AuditSplit |
 
 
 def has_cohort_form(protocol: Any) -> bool:
-    """Whether ``protocol`` defines :meth:`~privsim.Protocol.cohorts` (its parties may run in cohorts).
+    """Whether ``protocol``'s parties may run in cohorts (:meth:`~privsim.Protocol.has_cohort_form`).
 
     >>> from privsim.protocols import get_protocol
-    >>> has_cohort_form(get_protocol("randomized-response")), has_cohort_form(get_protocol("secure-sum"))
+    >>> has_cohort_form(get_protocol("leaky-rr")), has_cohort_form(get_protocol("secure-sum"))
     (False, True)
     """
-    from privsim.protocols.base import Protocol
-
-    return type(protocol).cohorts is not Protocol.cohorts
+    return bool(protocol.has_cohort_form())
 
 
 def estimate(plan: RunPlan | AuditPlan, *, workers: int = 1) -> Estimate:

@@ -441,8 +441,8 @@ class Protocol:
         what :meth:`party` does, for ``cctx.ids`` at once (values ``(trials, k, ...)``)."""
         raise NotImplementedError
 
-    def cohort_roles(self, n: int, t: int) -> dict[str, Sequence[int]]:
-        """:meth:`cohorts`, where :meth:`cohort` was written for this class's :meth:`party`; else none.
+    def has_cohort_form(self) -> bool:
+        """Whether :meth:`cohort` is written for this class's :meth:`party` and :meth:`schedule`.
 
         A subclass that overrides :meth:`party` (or :meth:`schedule`) but not :meth:`cohort`
         (say a variant of randomized response with a second round) runs per party: the
@@ -450,16 +450,25 @@ class Protocol:
 
         >>> from privsim.protocols.leaky import LeakyRR
         >>> from privsim.protocols.randomized_response import RandomizedResponse
-        >>> RandomizedResponse().cohort_roles(3, 0), LeakyRR().cohort_roles(3, 0)
-        ({'parties': range(0, 3)}, {})
+        >>> RandomizedResponse().has_cohort_form(), LeakyRR().has_cohort_form(), Protocol().has_cohort_form()
+        (True, False, False)
         """
         mro = type(self).__mro__
+
         def owner(name: str) -> type:
             return next(k for k in mro if name in vars(k))
+
         cohort = owner("cohort")
-        if cohort is Protocol or not all(issubclass(cohort, owner(name)) for name in ("party", "schedule")):
-            return {}
-        return self.cohorts(n, t)
+        return cohort is not Protocol and all(issubclass(cohort, owner(name)) for name in ("party", "schedule"))
+
+    def cohort_roles(self, n: int, t: int) -> dict[str, Sequence[int]]:
+        """:meth:`cohorts` where :meth:`has_cohort_form`, else none: the roles the engine runs in cohorts.
+
+        >>> from privsim.protocols.leaky import LeakyRR
+        >>> LeakyRR().cohorts(3, 0), LeakyRR().cohort_roles(3, 0)
+        ({'parties': range(0, 3)}, {})
+        """
+        return self.cohorts(n, t) if self.has_cohort_form() else {}
 
     def true_value(self, inputs: np.ndarray) -> np.ndarray:
         """The exact value the protocol estimates, per trial: inputs ``(trials, n, ...)`` -> ``(trials,)``."""

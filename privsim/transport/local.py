@@ -129,5 +129,20 @@ class LocalTransport(Transport):
             def rngs(ids: np.ndarray = ids) -> list:
                 return [seeder.rng(p, trials, record=keep_all) for p in ids.tolist()]
 
-            out.append(CohortContext(role, ids, plan.n, plan.t, trials, x[:, ids], net, rngs))
+            out.append(CohortContext(role, ids, plan.n, plan.t, trials, _columns(x, ids), net, rngs))
         return out
+
+
+def _columns(x: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The members' inputs ``x[:, ids]``, read-only: a view when the ids are a run of
+    consecutive parties (no copy of a cohort's inputs), else one read-only copy.
+
+    >>> x = np.arange(12).reshape(2, 6); x.flags.writeable = False
+    >>> np.shares_memory(_columns(x, np.array([2, 3, 4])), x), _columns(x, np.array([1, 5])).flags.writeable
+    (True, False)
+    """
+    if len(ids) and ids[-1] - ids[0] + 1 == len(ids):
+        return x[:, int(ids[0]):int(ids[-1]) + 1]
+    out = x[:, ids]
+    out.flags.writeable = False
+    return out
