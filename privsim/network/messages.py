@@ -260,7 +260,6 @@ class CohortInbox:
             raise KeyError(sender)
         return np.stack([got[j] for j in range(self.k)], axis=1)
 
-
     def from_each(self, senders: np.ndarray) -> np.ndarray:
         """What member ``j`` received from party ``senders[j]`` (int ids): ``(trials, k, ...)``;
         with ``senders`` of shape ``(k, d)``, from each of its ``d`` senders: ``(trials, k, d, ...)``.

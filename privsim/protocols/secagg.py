@@ -229,6 +229,19 @@ class SecAgg(DistributedNoiseSum):
             cache[n] = harary_neighbours(n, self.degree(n), getattr(self, "graph_seed", 0))
         return cache[n]
 
+    def neighbour_array(self, n: int) -> np.ndarray | None:
+        """:meth:`neighbours` as one ``(n, degree)`` int64 array (rows sorted), or None when the
+        clients have different numbers of neighbours (the bundled graphs never do).
+
+        >>> SecAggPlus(k=2).neighbour_array(5).shape
+        (5, 2)
+        """
+        cache = self.__dict__.setdefault("_nb_array", {})
+        if n not in cache:
+            nbs = self.neighbours(n)
+            cache[n] = np.array(nbs, dtype=np.int64) if len({len(v) for v in nbs}) == 1 else None
+        return cache[n]
+
     def schedule(self, n: int, t: int) -> Schedule:
         nb = self.neighbours(n)
         to_c = [(u, CURATOR) for u in range(n)]
@@ -323,14 +336,14 @@ class SecAgg(DistributedNoiseSum):
         >>> SecAggPlus().cohorts(5, 1)
         {'clients': range(0, 5)}
         """
-        return {"clients": range(n)} if len({len(v) for v in self.neighbours(n)}) == 1 else {}
+        return {"clients": range(n)} if self.neighbour_array(n) is not None else {}
 
     async def cohort(self, role: str, cctx: CohortContext) -> None:
         """:meth:`party` for many clients at once: each member's own draws, messages and
         absences, its neighbours a row of a ``(members, degree)`` array (the graph is regular)."""
         n, ids, r = cctx.n, cctx.ids, cctx.t + 1
         q = self.modulus_for(n, cctx.t)
-        nb = np.array([self.neighbours(n)[u] for u in ids.tolist()], dtype=np.int64)  # (k, degree)
+        nb = self.neighbour_array(n)[ids]  # (k, degree)
         holders = np.concatenate([ids[:, None], nb], axis=1)
         drops = self._drops(cctx)  # (R, k)
         alive = [drops > s for s in range(len(self.stages))]
@@ -416,9 +429,9 @@ class SecAgg(DistributedNoiseSum):
         """The sum of the survivors' inputs and noise: every client w's masks removed, all w at once
         (a client's holders are a row of one array: every client has as many neighbours)."""
         n = len(nbs)
-        if len({len(v) for v in nbs}) != 1:  # pragma: no cover - the bundled graphs are regular
+        nb = self.neighbour_array(n)  # (n, k)
+        if nb is None:  # pragma: no cover - the bundled graphs are regular
             raise ParameterError(f"{self.name}: every client needs as many neighbours")
-        nb = np.array(nbs, dtype=np.int64)  # (n, k)
         holders = np.concatenate([np.arange(n)[:, None], nb], axis=1)  # (n, k+1): w and its neighbours
         # slot[w, j]: where owner w stands in holder h = holders[w, j]'s own list [h, *nb[h]]: 0 for h = w,
         # else 1 + w's place in the sorted row nb[h] (read off the rows laid end to end, keys h n + v)
