@@ -256,6 +256,20 @@ def test_trees_score_tables_equal_the_models_prediction_bit_for_bit():
     assert np.unique(expected).size > 100
 
 
+def test_count_below_is_searchsorted_left():
+    # The trees' intervals by comparisons: ties, infinities and nan as np.searchsorted has them,
+    # on both sides of the size where it hands over to np.searchsorted.
+    from privsim.analysis.audit_selectors import _COMPARE_MAX, _count_below
+
+    rng = np.random.default_rng(np.random.SeedSequence(31))
+    for size in (1, 2, 5, _COMPARE_MAX, _COMPARE_MAX + 1, 60):
+        thresholds = np.sort(rng.normal(size=size).round(1))
+        values = np.concatenate([rng.normal(size=500).round(1), thresholds, [np.inf, -np.inf, np.nan, -0.0]])
+        got = _count_below(thresholds, values)
+        np.testing.assert_array_equal(got, np.searchsorted(thresholds, values, side="left"))
+        assert got.dtype == np.intp
+
+
 def test_trees_score_tables_read_residues_mod_2_3_4_as_the_model_does():
     # Residues of one integer column (negative values too) read from one table over the
     # column mod 12; a column with a non-integer value falls back to np.mod and searchsorted.

@@ -85,11 +85,13 @@ def test_criterion_argmax_is_the_argmax_of_every_bound():
     # The pruned search must return the very index np.argmax of the full criterion does,
     # ties to the first: nested threshold counts (a smooth and a discrete score, both
     # orientations, delta > 0 too), rare events with no x' row, and flat ties.
-    from privsim.analysis.audit_select import _criterion_argmax, _selection_criterion
+    from privsim.analysis.audit_select import _count_grid, _criterion_argmax, _selection_criterion
 
     rng = np.random.default_rng(np.random.SeedSequence(17))
     cases = []
-    for shift, n, discrete in ((0.3, 5000, False), (2.0, 20_000, False), (0.0, 3000, False), (1.0, 4000, True)):
+    # (2^17 rows and a far shift: thousands of cuts, rare events, the grid's ceiling in use.)
+    for shift, n, discrete in ((0.3, 5000, False), (2.0, 20_000, False), (0.0, 3000, False), (1.0, 4000, True),
+                               (3.0, 2**17, False)):
         s_x, s_xp = rng.normal(shift, 1, n), rng.normal(0, 1, n)
         if discrete:
             s_x, s_xp = np.round(s_x), np.round(s_xp)
@@ -97,6 +99,7 @@ def test_criterion_argmax_is_the_argmax_of_every_bound():
         k_x = n - np.searchsorted(np.sort(s_x), cuts)
         k_xp = n - np.searchsorted(np.sort(s_xp), cuts)
         cases.append((np.concatenate([k_x, n - k_x]), n, np.concatenate([k_xp, n - k_xp]), n))
+    assert cases[-1][0].size > 2 * _count_grid(2**17).size  # the ceiling from the grid is used
     cases.append((np.full(300, 50), 1000, np.full(300, 20), 1000))  # all equal: index 0
     cases.append((np.zeros(40, dtype=int), 1000, np.full(40, 1000), 1000))  # nothing certifiable
     checked = 0
@@ -105,4 +108,22 @@ def test_criterion_argmax_is_the_argmax_of_every_bound():
             full = _selection_criterion(k_x, n_x, k_xp, n_xp, delta, 1e-4)
             assert _criterion_argmax(k_x, n_x, k_xp, n_xp, delta, 1e-4) == int(np.argmax(full))
             checked += 1
-    assert checked == 12
+    assert checked == 14
+
+
+def test_criterion_ceiling_bounds_every_candidate_from_above():
+    # The grid's ceiling must never fall below the exact criterion (else the pruned search
+    # could skip the maximum): every count of a small n, and random counts of a large one.
+    from privsim.analysis.audit_select import _criterion_ceiling, _selection_criterion
+
+    rng = np.random.default_rng(np.random.SeedSequence(23))
+    large = (2**17, 2**16, rng.integers(0, 2**17 + 1, 20_000), rng.integers(0, 2**16 + 1, 20_000))
+    for n_x, n_xp, k_x, k_xp in ((300, 300, *np.meshgrid(np.arange(301), np.arange(301))), large):
+        k_x, k_xp = np.ravel(k_x), np.ravel(k_xp)
+        for delta in (0.0, 1e-3):
+            exact = _selection_criterion(k_x, n_x, k_xp, n_xp, delta, 1e-5)
+            ceiling = _criterion_ceiling(k_x, n_x, k_xp, n_xp, delta, 1e-5)
+            assert np.all((ceiling >= exact - 1e-12 * (1 + np.abs(np.nan_to_num(exact, posinf=0, neginf=0))))
+                          | (exact == -np.inf))
+            finite = np.isfinite(exact) & (exact > 0.5)
+            assert np.median(ceiling[finite] - exact[finite]) < 0.05  # and close: it prunes
