@@ -114,7 +114,8 @@ def test_criterion_argmax_is_the_argmax_of_every_bound():
 def test_criterion_ceiling_bounds_every_candidate_from_above():
     # The grid's ceiling must never fall below the exact criterion (else the pruned search
     # could skip the maximum): every count of a small n, and random counts of a large one.
-    from privsim.analysis.audit_select import _criterion_ceiling, _selection_criterion
+    from privsim.analysis.audit_bounds import _log_ratio
+    from privsim.analysis.audit_select import _bound_ceilings, _selection_criterion
 
     rng = np.random.default_rng(np.random.SeedSequence(23))
     large = (2**17, 2**16, rng.integers(0, 2**17 + 1, 20_000), rng.integers(0, 2**16 + 1, 20_000))
@@ -122,8 +123,47 @@ def test_criterion_ceiling_bounds_every_candidate_from_above():
         k_x, k_xp = np.ravel(k_x), np.ravel(k_xp)
         for delta in (0.0, 1e-3):
             exact = _selection_criterion(k_x, n_x, k_xp, n_xp, delta, 1e-5)
-            ceiling = _criterion_ceiling(k_x, n_x, k_xp, n_xp, delta, 1e-5)
+            p_up, q_down = _bound_ceilings(k_x.astype(float), n_x, k_xp.astype(float), n_xp, 1e-5)
+            ceiling = np.maximum(_log_ratio(p_up - delta, q_down), _log_ratio(1 - q_down - delta, 1 - p_up))
             assert np.all((ceiling >= exact - 1e-12 * (1 + np.abs(np.nan_to_num(exact, posinf=0, neginf=0))))
                           | (exact == -np.inf))
             finite = np.isfinite(exact) & (exact > 0.5)
             assert np.median(ceiling[finite] - exact[finite]) < 0.05  # and close: it prunes
+
+
+def test_smooth_cut_is_the_first_best_forecast_of_every_cut():
+    # The pruned search of a calibrated score's cut returns the cut the full forecast of
+    # every cut's two events gives (np.argmax of their maximum), on scores with many cuts
+    # and rare tails, delta > 0 too.
+    from privsim.analysis.audit_bounds import clopper_pearson
+    from privsim.analysis.audit_select import _candidate_cuts
+    from privsim.analysis.audit_selectors import _smooth_cut
+
+    def reference(l_x, l_xp, delta, confidence, n_estimate):
+        l_x, l_xp = np.clip(np.sort(l_x), -30, 30), np.clip(np.sort(l_xp), -30, 30)
+        cuts = _candidate_cuts(np.concatenate([l_x, l_xp]))
+        below_x, below_xp = np.searchsorted(l_x, cuts), np.searchsorted(l_xp, cuts)
+        tail_x = np.concatenate([np.cumsum(np.exp(-l_x)[::-1])[::-1], [0.0]])[below_x]
+        head_xp = np.concatenate([[0.0], np.cumsum(np.exp(l_xp))])[below_xp]
+        alpha = (1.0 - confidence) / 2
+
+        def forecast(hits, weighted, rows):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                p = np.maximum(hits - np.sqrt(hits), 0.0) / rows
+                q = np.where(hits > 0, p * weighted / np.maximum(hits, 1), 0.0)
+                p_lo = clopper_pearson(np.minimum(p, 1.0) * n_estimate, n_estimate, alpha, "lower")
+                q_hi = clopper_pearson(np.minimum(q, 1.0) * n_estimate, n_estimate, alpha, "upper")
+                return np.nan_to_num(np.log(p_lo - delta) - np.log(q_hi), nan=-np.inf)
+
+        best = np.maximum(forecast(l_x.size - below_x, tail_x, l_x.size), forecast(below_xp, head_xp, l_xp.size))
+        return float(cuts[int(np.argmax(best))]) if np.isfinite(best.max()) else None
+
+    rng = np.random.default_rng(np.random.SeedSequence(41))
+    checked = 0
+    for shift, n in ((0.5, 20_000), (2.0, 2**16), (0.05, 5000)):
+        s_x, s_xp = rng.normal(shift, 1, n), rng.normal(0, 1, n)
+        l_x, l_xp = shift * s_x - shift**2 / 2, shift * s_xp - shift**2 / 2  # the exact log-likelihood ratio
+        for delta in (0.0, 1e-4):
+            assert _smooth_cut(l_x, l_xp, delta, 0.95, 10**6) == reference(l_x, l_xp, delta, 0.95, 10**6)
+            checked += 1
+    assert checked == 6

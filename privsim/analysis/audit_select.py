@@ -10,8 +10,9 @@ makes it an event is chosen on another.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -205,42 +206,45 @@ def _count_grid(n: int) -> np.ndarray:
     return np.union1d(dense, np.round(np.geomspace(_GRID_DENSE, n, steps + 1)))
 
 
-def _criterion_ceiling(k_x: np.ndarray, n_x: int, k_xp: np.ndarray, n_xp: int, delta: float,
-                       alpha_each: float) -> np.ndarray:
-    """An upper bound of :func:`_selection_criterion` of every candidate, from exact bounds at a grid of counts.
+@functools.lru_cache(maxsize=16)
+def _grid_bounds(n: int, alpha: float, side: Literal["lower", "upper"]) -> tuple[np.ndarray, np.ndarray]:
+    """The grid of counts of n trials and the Clopper–Pearson bounds at them (read-only;
+    kept: an audit cuts many scores on rows of one size, mostly at one level, the
+    criterion's z being capped for a large family)."""
+    grid = _count_grid(n)
+    bounds = np.asarray(clopper_pearson(grid, n, alpha, side))
+    grid.flags.writeable = bounds.flags.writeable = False
+    return grid, bounds
 
-    The Clopper–Pearson lower bound of p grows with the count k, and so does the upper
-    bound of q with k'; both directions' bounds grow with p_lo and fall with q_hi. So
-    the bounds at the grid counts next above k (for p_lo) and next below k' (for q_hi)
-    give an upper bound of the criterion, within a ratio 1 + _GRID_STEP of the counts of
-    the exact one: far closer than the plug-in ratio, which for a rare event is infinite.
+
+def _bound_ceilings(k_x: np.ndarray, n_x: int, k_xp: np.ndarray, n_xp: int,
+                    alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """At little cost, an upper bound of each Clopper–Pearson lower bound of p (k_x of n_x)
+    and a lower bound of each upper bound of q (k_xp of n_xp); counts may be fractional.
+
+    A lower bound is below the rate and an upper one above. Both bounds also grow with
+    the count, so where there are more counts than grid points, the bounds at the grid
+    counts next above k_x (for p) and next below k_xp (for q) bound them as well, within
+    a ratio 1 + _GRID_STEP of the counts: far closer than the rates for a rare event.
     """
-    grid_x, grid_xp = _count_grid(n_x), _count_grid(n_xp)
-    p_up = clopper_pearson(grid_x, n_x, alpha_each, "lower")[np.searchsorted(grid_x, k_x, side="left")]
-    q_down = clopper_pearson(grid_xp, n_xp, alpha_each, "upper")[np.searchsorted(grid_xp, k_xp, side="right") - 1]
-    return np.maximum(_log_ratio(p_up - delta, q_down), _log_ratio(1.0 - q_down - delta, 1.0 - p_up))
-
-
-def _criterion_argmax(k_x: np.ndarray, n_x: int, k_xp: np.ndarray, n_xp: int, delta: float,
-                      alpha_each: float) -> int:
-    """``np.argmax(_selection_criterion(k_x, n_x, k_xp, n_xp, delta, alpha_each))``, the same
-    index, with the exact bounds computed only where they can reach the maximum.
-
-    Every candidate's criterion is bounded from above at little cost (by the bounds at a
-    grid of counts, :func:`_criterion_ceiling`, where there are more candidates than grid
-    counts; always by the plug-in ratio, a Clopper–Pearson lower bound being below the
-    rate and an upper one above), so the candidates are bounded exactly in decreasing
-    order of that ceiling, in chunks, until the next ceiling is below the best bound
-    found. Those never bounded cannot equal it, so the first index of the maximum is the
-    one over all candidates. (The incomplete-beta inverse was most of the cost of cutting
-    a threshold on 2^17 rows, over 8000 candidates.)
-    """
-    k_x, k_xp = np.asarray(k_x, dtype=float), np.asarray(k_xp, dtype=float)
-    p_hat, q_hat = k_x / n_x, k_xp / n_xp
-    ceiling = np.maximum(_log_ratio(p_hat - delta, q_hat), _log_ratio(1.0 - q_hat - delta, 1.0 - p_hat))
+    p_up, q_down = k_x / n_x, k_xp / n_xp
     if k_x.size > 2 * _count_grid(max(n_x, n_xp)).size:
-        ceiling = np.minimum(ceiling, _criterion_ceiling(k_x, n_x, k_xp, n_xp, delta, alpha_each))
-    # A margin for rounding (the bounds are computed along different paths, or at other counts).
+        grid_x, lower = _grid_bounds(n_x, alpha, "lower")
+        grid_xp, upper = _grid_bounds(n_xp, alpha, "upper")
+        p_up = np.minimum(p_up, lower[np.searchsorted(grid_x, k_x, side="left")])
+        q_down = np.maximum(q_down, upper[np.searchsorted(grid_xp, k_xp, side="right") - 1])
+    return p_up, q_down
+
+
+def _pruned_argmax(ceiling: np.ndarray, exact: Callable[[np.ndarray], np.ndarray]) -> tuple[int, float]:
+    """The first index of the maximum of ``exact(indices)`` over all candidates, and that maximum,
+    given a ``ceiling`` at or above every candidate's exact value (-inf and 0 if there are none).
+
+    The candidates are valued exactly in decreasing order of their ceilings, in chunks,
+    until the next ceiling is below the best value found: those never valued cannot equal
+    it, so the first index of the maximum is the one over all candidates.
+    """
+    # A margin for rounding (the ceilings are computed along other paths, or at other counts).
     ceiling = ceiling + 1e-9 * (1.0 + np.abs(np.where(np.isfinite(ceiling), ceiling, 0.0)))
     order = np.argsort(-ceiling, kind="stable")
     best_value, best_index = -math.inf, None
@@ -248,13 +252,27 @@ def _criterion_argmax(k_x: np.ndarray, n_x: int, k_xp: np.ndarray, n_xp: int, de
         chunk = order[start:start + _ARGMAX_CHUNK]
         if best_index is not None and ceiling[chunk[0]] < best_value:
             break
-        values = _selection_criterion(k_x[chunk], n_x, k_xp[chunk], n_xp, delta, alpha_each)
+        values = exact(chunk)
         top = float(values.max())
         if best_index is None or top > best_value:
             best_value, best_index = top, int(chunk[values == top].min())
         elif top == best_value:
             best_index = min(best_index, int(chunk[values == top].min()))
-    return 0 if best_index is None else best_index
+    return (0, -math.inf) if best_index is None else (best_index, best_value)
+
+
+def _criterion_argmax(k_x: np.ndarray, n_x: int, k_xp: np.ndarray, n_xp: int, delta: float,
+                      alpha_each: float) -> int:
+    """``np.argmax(_selection_criterion(k_x, n_x, k_xp, n_xp, delta, alpha_each))``, the same
+    index, with the exact bounds computed only where they can reach the maximum
+    (:func:`_pruned_argmax` over the ceilings of :func:`_bound_ceilings`; the
+    incomplete-beta inverse was most of the cost of cutting a threshold on 2^17 rows,
+    over 8000 candidates)."""
+    k_x, k_xp = np.asarray(k_x, dtype=float), np.asarray(k_xp, dtype=float)
+    p_up, q_down = _bound_ceilings(k_x, n_x, k_xp, n_xp, alpha_each)
+    ceiling = np.maximum(_log_ratio(p_up - delta, q_down), _log_ratio(1.0 - q_down - delta, 1.0 - p_up))
+    return _pruned_argmax(ceiling, lambda chunk: _selection_criterion(k_x[chunk], n_x, k_xp[chunk], n_xp, delta,
+                                                                      alpha_each))[0]
 
 
 @dataclass(frozen=True, eq=False)

@@ -57,13 +57,15 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special, stats
 
-from privsim.analysis.audit_bounds import check_level, clopper_pearson
+from privsim.analysis.audit_bounds import _log_ratio, check_level, clopper_pearson
 from privsim.analysis.audit_derived import FAMILIES, propose_derived
 from privsim.analysis.audit_events import Event, OutcomeSetEvent, ScoreFn, ThresholdEvent
 from privsim.analysis.audit_select import (
     SelectionKind,
+    _bound_ceilings,
     _candidate_cuts,
     _halves,
+    _pruned_argmax,
     _reduce_columns,
     _selection_alpha,
     _selection_criterion,
@@ -521,23 +523,26 @@ def _smooth_cut(l_x: np.ndarray, l_xp: np.ndarray, delta: float, confidence: flo
     tail_x = np.concatenate([np.cumsum(np.exp(-l_x)[::-1])[::-1], [0.0]])[below_x]
     head_xp = np.concatenate([[0.0], np.cumsum(np.exp(l_xp))])[below_xp]
     alpha = (1.0 - confidence) / 2
-    forward = _forecast(l_x.size - below_x, tail_x, l_x.size, delta, alpha, n_estimate)
-    backward = _forecast(below_xp, head_xp, l_xp.size, delta, alpha, n_estimate)
-    best = np.maximum(forward, backward)
-    return float(cuts[int(np.argmax(best))]) if np.isfinite(best.max()) else None
+    # Each cut's two events, interleaved (cut k: 2k forward, 2k + 1 backward), so that the
+    # first maximum of the pair's forecasts is found at the first cut that has it.
+    p_est, q_est = (np.column_stack(pair).ravel() for pair in zip(
+        _forecast_rates(l_x.size - below_x, tail_x, l_x.size, n_estimate),
+        _forecast_rates(below_xp, head_xp, l_xp.size, n_estimate)))
+    p_up, q_down = _bound_ceilings(p_est, n_estimate, q_est, n_estimate, alpha)
+    best, value = _pruned_argmax(_log_ratio(p_up - delta, q_down), lambda chunk: _log_ratio(
+        clopper_pearson(p_est[chunk], n_estimate, alpha, "lower") - delta,
+        clopper_pearson(q_est[chunk], n_estimate, alpha, "upper")))
+    return float(cuts[best // 2]) if math.isfinite(value) else None
 
 
-def _forecast(hits: np.ndarray, weighted: np.ndarray, rows: int, delta: float, alpha: float,
-              n_estimate: int) -> np.ndarray:
-    """ln((p_lo - delta)/q_hi) on ``n_estimate`` trials for p = hits/rows (one standard error
-    low) and q = p * weighted/hits (the likelihood-ratio estimate of the ratio)."""
+def _forecast_rates(hits: np.ndarray, weighted: np.ndarray, rows: int, n_estimate: int) -> tuple[np.ndarray, ...]:
+    """The counts on ``n_estimate`` trials whose Clopper–Pearson bounds forecast an event,
+    ln((p_lo - delta)/q_hi): of p = hits/rows (one standard error low) and of
+    q = p * weighted/hits (the likelihood-ratio estimate of the ratio)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.maximum(hits - np.sqrt(hits), 0.0) / rows
         q = np.where(hits > 0, p * weighted / np.maximum(hits, 1), 0.0)
-        p_lo = clopper_pearson(np.minimum(p, 1.0) * n_estimate, n_estimate, alpha, "lower")
-        q_hi = clopper_pearson(np.minimum(q, 1.0) * n_estimate, n_estimate, alpha, "upper")
-        out = np.log(p_lo - delta) - np.log(q_hi)
-    return np.nan_to_num(out, nan=-np.inf)
+    return np.minimum(p, 1.0) * n_estimate, np.minimum(q, 1.0) * n_estimate
 
 
 def _pick_alpha(confidence: float, n_select: int, n_estimate: int) -> float:
