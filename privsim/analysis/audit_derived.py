@@ -511,8 +511,10 @@ def propose_derived(x: np.ndarray, xp: np.ndarray, columns: Sequence[str], disti
     >>> e.describe(), e.family
     ('bit 3 of y == 1', 'bits')
     """
-    (fit_x, cut_x), (fit_xp, cut_xp) = _halves(x), _halves(xp)
-    pooled = np.concatenate([fit_x, fit_xp])
+    # Column by column from here on: each column contiguous (a view's rows are; a column of
+    # them is a strided walk through every row's cache line).
+    (fit_x, cut_x), (fit_xp, cut_xp) = _halves(np.asfortranarray(x)), _halves(np.asfortranarray(xp))
+    pooled = np.asfortranarray(np.concatenate([fit_x, fit_xp]))
     cols = _Columns.of(pooled, distinct)
     names = list(columns)
     candidates: list[tuple[str, tuple[Term, ...]]] = []
