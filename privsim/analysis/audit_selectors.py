@@ -831,7 +831,8 @@ def _propose_trees(p: _Proposal) -> tuple[str, Event] | None:
         return None
     from sklearn.ensemble import HistGradientBoostingClassifier  # not imported where trees cannot run
 
-    design = np.concatenate([_features(fit_x, indices, moduli), _features(fit_xp, indices, moduli)])
+    # Column-major: the binning reads the design a feature at a time (the same model, ~10% sooner).
+    design = np.asfortranarray(np.concatenate([_features(fit_x, indices, moduli), _features(fit_xp, indices, moduli)]))
     labels = np.concatenate([np.ones(len(fit_x)), np.zeros(len(fit_xp))])
     # A fixed random_state: the early-stopping split, hence the event, is a function of the
     # selection sample alone (identical under every executor).
