@@ -198,7 +198,7 @@ _GRID_STEP = 0.005
 
 
 def _count_grid(n: int) -> np.ndarray:
-    """The counts 0..n at which :func:`_criterion_ceiling` computes exact bounds (sorted, 0 and n included)."""
+    """The counts 0..n at which :func:`_bound_ceilings` reads exact bounds (sorted, 0 and n included)."""
     dense = np.arange(min(n, _GRID_DENSE) + 1, dtype=float)
     if n <= _GRID_DENSE:
         return dense
