@@ -89,9 +89,9 @@ def test_criterion_argmax_is_the_argmax_of_every_bound():
 
     rng = np.random.default_rng(np.random.SeedSequence(17))
     cases = []
-    # (2^17 rows and a far shift: thousands of cuts, rare events, the grid's ceiling in use.)
+    # (2^15 rows and a far shift: thousands of cuts, rare events, the grid's ceiling in use.)
     for shift, n, discrete in ((0.3, 5000, False), (2.0, 20_000, False), (0.0, 3000, False), (1.0, 4000, True),
-                               (3.0, 2**17, False)):
+                               (3.0, 2**15, False)):
         s_x, s_xp = rng.normal(shift, 1, n), rng.normal(0, 1, n)
         if discrete:
             s_x, s_xp = np.round(s_x), np.round(s_xp)
@@ -99,7 +99,7 @@ def test_criterion_argmax_is_the_argmax_of_every_bound():
         k_x = n - np.searchsorted(np.sort(s_x), cuts)
         k_xp = n - np.searchsorted(np.sort(s_xp), cuts)
         cases.append((np.concatenate([k_x, n - k_x]), n, np.concatenate([k_xp, n - k_xp]), n))
-    assert cases[-1][0].size > 2 * _count_grid(2**17).size  # the ceiling from the grid is used
+    assert cases[-1][0].size > 2 * _count_grid(2**15).size  # the ceiling from the grid is used
     cases.append((np.full(300, 50), 1000, np.full(300, 20), 1000))  # all equal: index 0
     cases.append((np.zeros(40, dtype=int), 1000, np.full(40, 1000), 1000))  # nothing certifiable
     checked = 0

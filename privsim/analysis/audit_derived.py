@@ -514,7 +514,7 @@ def propose_derived(x: np.ndarray, xp: np.ndarray, columns: Sequence[str], disti
     # Column by column from here on: each column contiguous (a view's rows are; a column of
     # them is a strided walk through every row's cache line).
     (fit_x, cut_x), (fit_xp, cut_xp) = _halves(np.asfortranarray(x)), _halves(np.asfortranarray(xp))
-    pooled = np.asfortranarray(np.concatenate([fit_x, fit_xp]))
+    pooled = np.concatenate([fit_x.T, fit_xp.T], axis=1).T  # (column-major, in one copy)
     cols = _Columns.of(pooled, distinct)
     names = list(columns)
     candidates: list[tuple[str, tuple[Term, ...]]] = []

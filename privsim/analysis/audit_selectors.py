@@ -49,7 +49,6 @@ Every event stays readable: it names its columns and its rule.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -587,12 +586,6 @@ class _Proposal:
     n_estimate: int
     distinct: tuple[int, ...]
 
-    @functools.cached_property
-    def by_column(self) -> tuple[np.ndarray, np.ndarray]:
-        """``x`` and ``xp`` column-major, for the selectors that read a column at a time (a
-        view's rows are contiguous, so one of its columns is a strided walk through them all)."""
-        return np.asfortranarray(self.x), np.asfortranarray(self.xp)
-
 
 def _distinct_columns(views_x: np.ndarray, views_xp: np.ndarray) -> tuple[int, ...]:
     """The columns that vary in the pooled sample, less each one equal to an earlier one on
@@ -671,7 +664,9 @@ def _propose_naive_bayes(p: _Proposal) -> tuple[str, Event] | None:
     evidence a second time, and the sum, overconfident in its tails, would forecast
     rare events as far likelier under one input than they are.
     """
-    (fit_x, cut_x), (fit_xp, cut_xp) = (_halves(v) for v in p.by_column)
+    # Column-major (each selector's own copy, freed when it returns): a column of a view's
+    # contiguous rows is a strided walk through all of them.
+    (fit_x, cut_x), (fit_xp, cut_xp) = (_halves(np.asfortranarray(v)) for v in (p.x, p.xp))
     kept: list[tuple[int, np.ndarray, np.ndarray]] = []
     for column in _independent_columns(fit_x, p.distinct):
         edges = _bins(np.concatenate([fit_x[:, column], fit_xp[:, column]]))
@@ -747,7 +742,7 @@ def _propose_pairs(p: _Proposal) -> tuple[str, Event] | None:
     Skipped (None) unless at least 2 columns qualify (at most ``_PAIR_MAX_VALUES``
     values, or integer, taken mod 2): with fewer there is no pair.
     """
-    (rank_x, cut_x), (rank_xp, cut_xp) = (_halves(v) for v in p.by_column)
+    (rank_x, cut_x), (rank_xp, cut_xp) = (_halves(np.asfortranarray(v)) for v in (p.x, p.xp))  # (column-major)
     candidates = _low_cardinality(rank_x, rank_xp, p.distinct)
     if len(candidates) < 2:
         return None
@@ -868,7 +863,7 @@ def _used_features(model: Any, n_features: int) -> tuple[int, ...]:
 def _propose_derived(p: _Proposal) -> tuple[str, Event] | None:
     """The best event on a derived feature (:mod:`privsim.analysis.audit_derived`: atoms,
     bits, parities, shares, magnitudes), named by its family."""
-    event = propose_derived(*p.by_column, p.columns, p.distinct, delta=p.delta, confidence=p.confidence,
+    event = propose_derived(p.x, p.xp, p.columns, p.distinct, delta=p.delta, confidence=p.confidence,
                             n_estimate=p.n_estimate)
     return None if event is None else (event.family, event)
 
