@@ -292,6 +292,18 @@ def test_integers_read_from_the_words_are_numpys_integers(k: int) -> None:
         assert mine.random() == theirs.random()
 
 
+def test_integers_read_from_the_words_in_every_call_shape() -> None:
+    """integers(high), integers(low, None), integers(low, high=...), integers(low=..., high=...):
+    numpy's values in each (a user's protocol may call it any of these ways)."""
+    for args, kwargs in [((2**40,), {}), ((2**40, None), {}), ((0,), {"high": 2**40}), ((), {"low": 0, "high": 2**40}),
+                         ((-(2**40), 2**40), {})]:
+        mine, theirs = np.random.default_rng(5), np.random.default_rng(5)
+        want = theirs.integers(*args, size=(4, 2), dtype=np.int64, **kwargs)
+        got = generator_call(mine, "integers", args, {"dtype": np.int64, **kwargs}, (4, 2))
+        assert same_arrays(got, want), (args, kwargs)
+        assert mine.random() == theirs.random()
+
+
 def test_cohort_inbox_sums_exactly_past_int64() -> None:
     q = 2**62
     values = np.full((2, 40, 1), q - 1, dtype=np.int64)  # 40 (q - 1) overflows int64 unless reduced in chunks

@@ -101,7 +101,7 @@ class StreamSeeder:
 
     def rng(self, party: int | str, trials: int, record: bool) -> TrialRNG:
         """The :class:`TrialRNG` of ``party`` for this batch."""
-        words = self.seed_words(0, curator=True) if party == "C" else [w[int(party)] for w in self._party_words]
+        words = self.seed_words(0 if party == "C" else int(party), curator=party == "C")
         return TrialRNG([np.random.Generator(np.random.PCG64(_Words(w))) for w in words], self._spans, trials, record)
 
 
@@ -119,10 +119,8 @@ def generator_call(gen: np.random.Generator, name: str, args: tuple, kwargs: dic
     >>> bool((a == np.random.default_rng(3).integers(0, 2**40, size=(2, 3))).all())
     True
     """
-    if name == "integers" and kwargs.get("dtype") is np.int64:
-        low, high = args
-        if high is None:
-            low, high = 0, low
+    if name == "integers" and kwargs.get("dtype") is np.int64 and len(args) in (1, 2) and "high" not in kwargs:
+        low, high = args if len(args) == 2 and args[1] is not None else (0, args[0])
         if type(low) in _SCALAR_INTS and type(high) in _SCALAR_INTS:
             span = int(high) - int(low) + bool(kwargs.get("endpoint"))
             if 2**32 < span <= 2**63 and span & (span - 1) == 0 and -(2**63) <= low and low + span <= 2**63:

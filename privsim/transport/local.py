@@ -134,8 +134,8 @@ class LocalTransport(Transport):
 
 
 def _columns(x: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """The members' inputs ``x[:, ids]``, read-only: a view when the ids are a run of
-    consecutive parties (no copy of a cohort's inputs), else one read-only copy.
+    """The members' inputs ``x[:, ids]`` (ids ascending and distinct), read-only: a view when
+    the ids are a run of consecutive parties (no copy of a cohort's inputs), else one read-only copy.
 
     >>> x = np.arange(12).reshape(2, 6); x.flags.writeable = False
     >>> np.shares_memory(_columns(x, np.array([2, 3, 4])), x), _columns(x, np.array([1, 5])).flags.writeable
