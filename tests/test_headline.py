@@ -183,9 +183,12 @@ def test_scenario_errors(tmp_path):
 
 
 def test_cli_table_lists_every_protocol_of_the_study(tmp_path, capsys, monkeypatch):
+    # 200 columns whatever the terminal (the CLI's console reads its width when privsim.cli is imported)
+    from rich.console import Console
+
     from privsim.cli import main
 
-    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr("privsim.cli.stdout", Console(width=200))
     scenario = tmp_path / "h.toml"
     scenario.write_text('protocol = "headline"\nns = [16, 32]\nt = 1\ntrials = 50\nseed = 3\n')
     main(["run", str(scenario), "--no-progress"])

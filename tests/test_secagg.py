@@ -184,7 +184,10 @@ def test_a_modulus_must_be_a_power_of_two():
 
 
 def test_views_name_each_rounds_stage(capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "200")
+    # 200 columns whatever the terminal (the CLI's console reads its width when privsim.cli is imported)
+    from rich.console import Console
+
+    monkeypatch.setattr("privsim.cli.stdout", Console(width=200))
     main(["views", "--protocol", "secagg", "--n", "5", "--t", "2", "--trials", "1", "--coalition", "C"])
     out = capsys.readouterr().out
     proto = SecAgg()
