@@ -16,14 +16,15 @@ same arithmetic and then one privsim run:
   (``LocalTransport(cohorts=False)``).
 
 Figures: ``secure_sum_vs_bulk`` = unrecorded privsim CPU time / bulk CPU time (same
-process, back to back; CPU time, since the shared machine's wall clock also counts the
-other tenants), ``secure_sum_vs_per_party_streams`` = the same over :func:`per_stream_draws`
-(the parties' draws alone, each from its own stream, in a numpy loop), ``recorded_vs_bulk``
-and ``per_party_vs_bulk`` likewise, ``cohort_speedup`` = per-party CPU / cohort CPU
-(``ck_sum_cohort_speedup``: the same for ck-sum; ``secagg_plus_cohort_speedup``: for SecAgg+ at
-n = 8192), ``same_results`` (estimates, messages
-and bits equal in every mode of each protocol), microseconds of CPU per message, and each run's peak
-resident set (``ru_maxrss``, MB). Run: ``python bench/bench_bulk.py`` (prints JSON);
+process, back to back, privsim's run after a small warm-up run, :func:`warm_up`; CPU time,
+since the shared machine's wall clock also counts the other tenants),
+``secure_sum_vs_per_party_streams`` = the same over :func:`per_stream_draws` (the parties'
+draws alone, each from its own stream, in a numpy loop), ``recorded_vs_bulk`` and
+``per_party_vs_bulk`` likewise, ``cohort_speedup`` = per-party CPU / cohort CPU
+(``ck_sum_cohort_speedup``: the same for ck-sum; ``secagg_plus_cohort_speedup``: for SecAgg+
+at n = 8192), ``same_results`` (estimates, messages and bits equal in every mode of each
+protocol), microseconds of CPU per message, and each run's peak resident set
+(``ru_maxrss``, MB). Run: ``python bench/bench_bulk.py`` (prints JSON);
 ``python bench/bench_bulk.py --n 1000000`` for the million (unrecorded only).
 """
 
@@ -72,18 +73,29 @@ def bulk_secure_sum(inputs: np.ndarray, t: int, trials: int, *, b: float, digits
 def per_stream_draws(n: int, t: int, trials: int, *, b: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The draws of the secure sum's parties, each from its own stream (privsim's seeding),
     in a plain numpy loop: the noise shares ``(trials, n)`` and the uniform shares ``(trials, n, t)``.
-    The floor of any run that keeps per-party streams (one Generator and one call per draw per party;
-    the uniform shares read from the words as the parties read them, :func:`~privsim.parties.rng.generator_call`)."""
+    The floor of any run that keeps per-party streams: one Generator per party, one call for
+    its two Gamma draws, the uniform shares read from the words as the parties read them
+    (:func:`~privsim.parties.rng.generator_call`)."""
     from privsim.parties.rng import StreamSeeder, block_range, generator_call
 
     seeder, m = StreamSeeder(seed, n, block_range(trials)), n - t
     noise, uniform = np.empty((trials, n)), np.empty((trials, n, t), dtype=np.int64)
     q = 2**34
-    for p in range(n):
-        gen = seeder.rng(p, trials, record=False)._gens[0]
-        noise[:, p] = gen.gamma(1.0 / m, b, size=trials) - gen.gamma(1.0 / m, b, size=trials)
+    for p, gen in enumerate(seeder.generators(range(n))):
+        pair = gen.gamma(1.0 / m, b, size=(2, trials))
+        noise[:, p] = pair[0] - pair[1]
         uniform[:, p] = generator_call(gen, "integers", (0, q), {"dtype": np.int64}, (trials, t))
     return noise, uniform
+
+
+def warm_up(proto: Any, **kw: Any) -> None:
+    """One small run of ``proto`` (n = 1000) before the timed one: the modules a run imports
+    on first use (scipy.special for the noise's tail bound, ~0.5 s) are loaded once per
+    process, not per party, and are not the cost of a message (the start-up is measured by
+    ``bench_transport``)."""
+    import privsim
+
+    privsim.simulate(proto, np.zeros(1000, dtype=np.int64), trials=TRIALS, seed=SEED + 1, t=T, **kw)
 
 
 def measure(n: int, mode: str) -> dict[str, Any]:
@@ -104,10 +116,11 @@ def measure(n: int, mode: str) -> dict[str, Any]:
         c = time.process_time()
         per_stream_draws(n, T, TRIALS, b=proto.laplace_b, seed=SEED)
         streams_s = time.process_time() - c
-    w1, c1 = time.perf_counter(), time.process_time()
     kw: dict[str, Any] = {"record": mode == "recorded"}
     if mode == "per_party":
         kw["transport"] = LocalTransport(cohorts=False)
+    warm_up(proto, **kw)
+    w1, c1 = time.perf_counter(), time.process_time()
     res = privsim.simulate(proto, inputs, trials=TRIALS, seed=SEED, t=T, **kw)
     w2, c2 = time.perf_counter(), time.process_time()
     sd = (proto.noise_variance(n, T) + proto.rounding_bound(n) ** 2) ** 0.5
@@ -130,9 +143,10 @@ def measure_ck(n: int, mode: str) -> dict[str, Any]:
 
     inputs = (np.arange(n) % 2).astype(np.int64)
     kw: dict[str, Any] = {"transport": LocalTransport(cohorts=False)} if mode == "ck_per_party" else {}
+    proto = CKSum(noise="laplace", epsilon=1.0)
+    warm_up(proto, record=False, **kw)
     c0 = time.process_time()
-    res = privsim.simulate(CKSum(noise="laplace", epsilon=1.0), inputs, trials=TRIALS, seed=SEED, t=T, record=False,
-                           **kw)
+    res = privsim.simulate(proto, inputs, trials=TRIALS, seed=SEED, t=T, record=False, **kw)
     return {"mode": mode, "cpu_s": time.process_time() - c0, "messages": res.messages, "bits": res.bits,
             "estimate": np.asarray(res.estimate).tolist(),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
@@ -151,9 +165,10 @@ def measure_secagg(mode: str) -> dict[str, Any]:
 
     inputs = (np.arange(SECAGG_N) % 2).astype(np.int64)
     kw: dict[str, Any] = {"transport": LocalTransport(cohorts=False)} if mode == "secagg_per_party" else {}
+    proto = SecAggPlus(noise="discrete-gaussian", epsilon=1.0)
+    privsim.simulate(proto, np.zeros(64, dtype=np.int64), trials=TRIALS, seed=SEED + 1, record=False, **kw)  # warm-up
     c0 = time.process_time()
-    res = privsim.simulate(SecAggPlus(noise="discrete-gaussian", epsilon=1.0), inputs, trials=TRIALS, seed=SEED,
-                           record=False, **kw)
+    res = privsim.simulate(proto, inputs, trials=TRIALS, seed=SEED, record=False, **kw)
     return {"mode": mode, "cpu_s": time.process_time() - c0, "messages": res.messages, "bits": res.bits,
             "estimate": np.asarray(res.estimate).tolist(),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}

@@ -12,10 +12,11 @@ import pytest
 
 import privsim
 from privsim.errors import ParameterError, PartyFailure, ScheduleViolation
+from privsim.mechanisms.noise import laplace_share
 from privsim.network.messages import CohortInbox
 from privsim.network.schedule import Schedule
 from privsim.parties.cohort import CohortRNG
-from privsim.parties.rng import StreamSeeder, block_range, generator_call
+from privsim.parties.rng import StreamSeeder, block_range, generate_state, generator_call, generator_calls
 from privsim.protocols.central import CentralGaussian, CentralLaplace
 from privsim.protocols.ck_sum import CKSum
 from privsim.protocols.randomized_response import RandomizedResponse, RandomizedResponseDistributed
@@ -273,6 +274,87 @@ def test_one_block_cohort_draws_are_the_members_own_streams() -> None:
         assert same_arrays(got[0][:, j], rng.integers(0, 2**34, size=(2, 3)))
         assert same_arrays(got[1][:, j], rng.gamma(0.25, 3.0, size=2))
         assert same_arrays(got[2][:, j], rng.integers(0, 1000))
+
+
+def test_cohort_of_generators_draws_the_members_own_streams() -> None:
+    """A one-block, unrecorded cohort holds its members' Generators only: each column is the member's TrialRNG's."""
+    seeder = StreamSeeder(11, 9, block_range(5))
+    members = [0, 3, 4, 8]
+    cohort = CohortRNG.of_generators(seeder.generators(members), 5)
+    alone = [seeder.rng(p, 5, record=False) for p in members]
+    per_member = np.arange(5 * 4, dtype=np.float64).reshape(5, 4)
+    got = (cohort.gamma(0.1, 2.0, size=3), cohort.integers(0, 2**50), cohort.normal(per_member, 1.0),
+           cohort.multinomial(10, [0.2, 0.3, 0.5], size=2))
+    assert got[3].shape == (5, 4, 2, 3)
+    for j, rng in enumerate(alone):
+        assert same_arrays(got[0][:, j], rng.gamma(0.1, 2.0, size=3))
+        assert same_arrays(got[1][:, j], rng.integers(0, 2**50))
+        assert same_arrays(got[2][:, j], rng.normal(per_member[:, j], 1.0))
+        assert same_arrays(got[3][:, j], rng.multinomial(10, [0.2, 0.3, 0.5], size=2))
+    with pytest.raises(ValueError, match="one block"):
+        StreamSeeder(11, 9, block_range(1500)).generators(members)
+
+
+def test_generator_calls_stack_each_generators_own_call() -> None:
+    for name, args, kwargs, size in [("gamma", (0.3, 2.0), {}, (4, 2)),
+                                     ("integers", (0, 2**40), {"dtype": np.int64}, (3,)),
+                                     ("integers", (-5, 2**33 - 5), {"dtype": np.int64, "endpoint": False}, (2, 2)),
+                                     ("random", (), {}, ()), ("dirichlet", ([1.0, 2.0],), {}, (3,))]:
+        got = generator_calls([np.random.default_rng(s) for s in range(3)], name, args, kwargs, size)
+        for s in range(3):
+            want = getattr(np.random.default_rng(s), name)(*args, size=size, **kwargs)
+            assert same_arrays(got[s], want), name
+
+
+@pytest.mark.parametrize("trials", [7, 1500])
+def test_successive_draws_are_the_calls_one_after_another(trials: int) -> None:
+    """successive(r, name, ...)[i] is the i-th of r calls, the stream left where they leave it, the tape
+    one array per call: for a party (one seeding block or two), a cohort (direct or not), per-trial arguments too."""
+    seeder = StreamSeeder(4, 5, block_range(trials))
+    per_trial = np.linspace(0.5, 2.0, trials)[:, None] * np.ones((1, 3))
+    for name, args in [("gamma", (0.2, per_trial)), ("normal", (per_trial, 2.0)), ("laplace", (0.0, 1.5)),
+                       ("random", ()), ("exponential", (per_trial,))]:
+        mine, theirs = seeder.rng(2, trials, record=True), seeder.rng(2, trials, record=True)
+        got = mine.successive(3, name, *args, size=3)
+        want = [getattr(theirs, name)(*args, size=3) for _ in range(3)]
+        assert got.shape == (3, trials, 3) and all(same_arrays(got[i], want[i]) for i in range(3)), name
+        assert same_arrays(mine.random(), theirs.random())
+        assert len(mine.draws) == len(theirs.draws) and all(map(same_arrays, mine.draws, theirs.draws))
+    members = [0, 2, 4]
+    cohorts = [CohortRNG([seeder.rng(p, trials, record=False) for p in members])]
+    if trials <= 1024:
+        cohorts.append(CohortRNG.of_generators(seeder.generators(members), trials))
+    for cohort in cohorts:
+        scale = np.ones((trials, 3, 2)) * np.array([1.0, 2.0, 3.0])[None, :, None]  # per member
+        got = cohort.successive(2, "gamma", 0.5, 2.0, size=2), cohort.successive(2, "normal", 0.0, scale, size=2)
+        assert got[0].shape == got[1].shape == (2, trials, 3, 2)
+        for j, p in enumerate(members):
+            alone = seeder.rng(p, trials, record=False)
+            for i in range(2):
+                assert same_arrays(got[0][i, :, j], alone.gamma(0.5, 2.0, size=2))
+            for i in range(2):
+                assert same_arrays(got[1][i, :, j], alone.normal(0.0, scale[:, j], size=2))
+    with pytest.raises(ValueError, match="not 'integers'"):
+        seeder.rng(0, trials, record=False).successive(2, "integers", 0, 10)
+
+
+def test_laplace_share_from_a_party_stream_is_two_gamma_draws() -> None:
+    """A party's Laplace share takes its two Gamma draws in one call: the values of two calls, as before."""
+    seeder = StreamSeeder(8, 3, block_range(1500))
+    mine, theirs = seeder.rng(1, 1500, record=False), seeder.rng(1, 1500, record=False)
+    got = laplace_share(mine, 2.0, 4, size=(2,))
+    want = theirs.gamma(0.25, 2.0, size=(2,)) - theirs.gamma(0.25, 2.0, size=(2,))
+    assert same_arrays(got, want) and same_arrays(mine.random(), theirs.random())
+
+
+@pytest.mark.parametrize("entropy", [0, 29, 2**100 + 7])
+def test_generate_state_is_numpys(entropy: int) -> None:
+    for n_words in (1, 2, 3, 4, 5, 17, 4 * 3001):
+        for key in [(0, 0), (1, 5), (0, 123456)]:
+            seq = np.random.SeedSequence(entropy, spawn_key=key)
+            assert same_arrays(generate_state(seq, n_words), seq.generate_state(n_words, np.uint64))
+    seq = np.random.SeedSequence(entropy, pool_size=8)
+    assert same_arrays(generate_state(seq, 9), seq.generate_state(9, np.uint64))
 
 
 @pytest.mark.parametrize("k", range(31, 64))

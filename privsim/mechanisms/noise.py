@@ -488,6 +488,9 @@ def laplace_share(rng: np.random.Generator, b: ArrayLike, m: int, size: Any) -> 
     m = _shares(m)
     size = _size(size)
     shape = 1.0 / m
+    if hasattr(rng, "successive"):  # a party's or a cohort's streams: the two draws in one call, the same values
+        pair = rng.successive(2, "gamma", shape, b, size=size)
+        return pair[0] - pair[1]
     return rng.gamma(shape, b, size=size) - rng.gamma(shape, b, size=size)
 
 

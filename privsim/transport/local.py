@@ -16,7 +16,7 @@ import numpy as np
 from privsim.network.backend import network_class
 from privsim.network.messages import seal
 from privsim.network.schedule import CURATOR, party_ids
-from privsim.parties.cohort import CohortContext
+from privsim.parties.cohort import CohortContext, CohortRNG
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import StreamSeeder, block_range
 from privsim.parties.runner import first_error, run_parties
@@ -126,8 +126,10 @@ class LocalTransport(Transport):
         trials, keep_all, out = plan.trials, plan.recorded == "all", []
         for role, ids in self.cohort_members(plan):
 
-            def rngs(ids: np.ndarray = ids) -> list:
-                return [seeder.rng(p, trials, record=keep_all) for p in ids.tolist()]
+            def rngs(ids: np.ndarray = ids) -> CohortRNG:
+                if len(seeder.blocks) == 1 and not keep_all:  # each member's stream is one Generator
+                    return CohortRNG.of_generators(seeder.generators(ids.tolist()), trials)
+                return CohortRNG([seeder.rng(p, trials, record=keep_all) for p in ids.tolist()])
 
             out.append(CohortContext(role, ids, plan.n, plan.t, trials, _columns(x, ids), net, rngs))
         return out
