@@ -98,7 +98,8 @@ class TcpEndpoint:
 
     async def finish(self) -> None:
         """After the routine: flush what it sent last, check it owes nothing later, receive
-        what is still scheduled for it (the transcript records it, as in process), say bye."""
+        what is still scheduled for it (the transcript records it, as in process); the
+        protocol is then over for this party (:meth:`close` says bye)."""
         r = self._round
         if self.outbox.to:
             await self._send_outbox(r)
@@ -113,6 +114,9 @@ class TcpEndpoint:
         for later in range(self._round, self.schedule.rounds + 1):
             if self._expected[later]:
                 await self._collect(later)
+
+    async def close(self) -> None:
+        """Say bye on every link and close its sending side (after :meth:`finish`)."""
         for link in self.links.values():
             try:
                 await link.send(BYE, 0)

@@ -66,7 +66,8 @@ class TcpRun(TransportRun):
     records it; ``wire_bytes`` counts every byte the parties wrote to their sockets
     (handshakes, headers and tags included) for all trials; ``wall_s`` is the launcher's
     wall time, ``protocol_s`` the time from the last party being connected to the last
-    one finishing.
+    one done (its last scheduled message sent and received; the goodbyes on its links
+    after that are not counted, as MPyC's protocol time stops before its shutdown).
 
     Examples
     --------
@@ -316,6 +317,7 @@ class _Forked:
 
     def __init__(self, argv: list[str], log_path: Path, others: list[socket.socket],
                  parent_fds: tuple[int, ...], mask: set[signal.Signals]) -> None:
+        from privsim import resources  # noqa: F401  # what every party imports first (_check_run): once, here
         from privsim.transport.party import main
 
         sys.stdout.flush()

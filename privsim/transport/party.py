@@ -281,7 +281,8 @@ async def _run(cfg: PeersConfig, me: int | str, sock: socket.socket | None, stat
             nursery.start_soon(endpoint.reader, link)
         await run_party_routine(routine, ctx, endpoint)
         await endpoint.finish()
-        state["done"] = time.monotonic()
+        state["done"] = time.monotonic()  # its last scheduled message sent and received; the goodbyes follow
+        await endpoint.close()
         nursery.cancel_scope.deadline = trio.current_time() + LINGER
 
 
