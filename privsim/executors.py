@@ -311,6 +311,10 @@ class ProcessExecutor(Executor):
                 # another map's feet: rebuild the pool if it is still the broken one and
                 # retry this batch once, here, before giving up on the run.
                 if self._pool is pool:
+                    # Its workers are of no use now, and one idle when the pool broke does not
+                    # exit on the pool's SIGTERM (_on_stop only marks it stopping), so the
+                    # pool's shutdown would wait for it for ever: they are killed first.
+                    _signal_all(self._worker_pids(), signal.SIGKILL)
                     self.close()
                 pool = self._get_pool()
                 try:
