@@ -88,14 +88,14 @@ def per_stream_draws(n: int, t: int, trials: int, *, b: float, seed: int) -> tup
     return noise, uniform
 
 
-def warm_up(proto: Any, **kw: Any) -> None:
-    """One small run of ``proto`` (n = 1000) before the timed one: the modules a run imports
-    on first use (scipy.special for the noise's tail bound, ~0.5 s) are loaded once per
-    process, not per party, and are not the cost of a message (the start-up is measured by
-    ``bench_transport``)."""
+def warm_up(proto: Any, n: int = 1000, **kw: Any) -> None:
+    """One small run of ``proto`` (``n`` parties) before the timed one: the modules a run
+    imports on first use (scipy.special for the noise's tail bound, ~0.5 s) are loaded once
+    per process, not per party, and are not the cost of a message (the start-up is measured
+    by ``bench_transport``)."""
     import privsim
 
-    privsim.simulate(proto, np.zeros(1000, dtype=np.int64), trials=TRIALS, seed=SEED + 1, t=T, **kw)
+    privsim.simulate(proto, np.zeros(n, dtype=np.int64), trials=TRIALS, seed=SEED + 1, **kw)
 
 
 def measure(n: int, mode: str) -> dict[str, Any]:
@@ -119,7 +119,7 @@ def measure(n: int, mode: str) -> dict[str, Any]:
     kw: dict[str, Any] = {"record": mode == "recorded"}
     if mode == "per_party":
         kw["transport"] = LocalTransport(cohorts=False)
-    warm_up(proto, **kw)
+    warm_up(proto, t=T, **kw)
     w1, c1 = time.perf_counter(), time.process_time()
     res = privsim.simulate(proto, inputs, trials=TRIALS, seed=SEED, t=T, **kw)
     w2, c2 = time.perf_counter(), time.process_time()
@@ -144,7 +144,7 @@ def measure_ck(n: int, mode: str) -> dict[str, Any]:
     inputs = (np.arange(n) % 2).astype(np.int64)
     kw: dict[str, Any] = {"transport": LocalTransport(cohorts=False)} if mode == "ck_per_party" else {}
     proto = CKSum(noise="laplace", epsilon=1.0)
-    warm_up(proto, record=False, **kw)
+    warm_up(proto, t=T, record=False, **kw)
     c0 = time.process_time()
     res = privsim.simulate(proto, inputs, trials=TRIALS, seed=SEED, t=T, record=False, **kw)
     return {"mode": mode, "cpu_s": time.process_time() - c0, "messages": res.messages, "bits": res.bits,
@@ -166,7 +166,7 @@ def measure_secagg(mode: str) -> dict[str, Any]:
     inputs = (np.arange(SECAGG_N) % 2).astype(np.int64)
     kw: dict[str, Any] = {"transport": LocalTransport(cohorts=False)} if mode == "secagg_per_party" else {}
     proto = SecAggPlus(noise="discrete-gaussian", epsilon=1.0)
-    privsim.simulate(proto, np.zeros(64, dtype=np.int64), trials=TRIALS, seed=SEED + 1, record=False, **kw)  # warm-up
+    warm_up(proto, n=64, record=False, **kw)
     c0 = time.process_time()
     res = privsim.simulate(proto, inputs, trials=TRIALS, seed=SEED, record=False, **kw)
     return {"mode": mode, "cpu_s": time.process_time() - c0, "messages": res.messages, "bits": res.bits,

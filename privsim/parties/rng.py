@@ -215,6 +215,7 @@ def _shape(size: Any) -> tuple:
         return (size,)
     return (int(size),) if np.ndim(size) == 0 else tuple(size)
 
+
 # Methods whose first positional parameter is the size.
 _SIZE_FIRST = {"random", "standard_normal", "standard_exponential", "standard_cauchy"}
 #: Generator methods whose one call of size ``(r, *s)`` draws what ``r`` calls of size ``s`` draw:
@@ -343,7 +344,7 @@ class TrialRNG(NamedDraws):
         if self.draws is not None:
             # A copy: the party may go on to change its draw in place, and the view must
             # hold the random tape as drawn (one array per call, as the calls made one at a time).
-            self.draws.extend(out.copy() for out in (out if repeat else (out,)))
+            self.draws.extend(d.copy() for d in (out if repeat else (out,)))
         return out
 
     def _slice(self, x: Any, lo: int, hi: int, shape: tuple) -> Any:
