@@ -10,6 +10,8 @@ every selector, and with every selector but ``derived`` (what the audit found be
 - int bit: a 16-bit uniform value whose bit 5 is x with probability 0.6 (loss ln 4);
 - float bit: a float64 whose lowest mantissa bit is x with probability 0.6 (ln 4);
 - parity: three bytes whose low bits XOR to x's randomized response at eps 2 (loss 2);
+- parity3_bit3, parity3_mixed: three 16-bit values whose bit 3 (bits 3, 9 and 14) XOR to
+  the same randomized response (loss 2);
 - shares: x's randomized response at eps 1, times 4096, in two shares mod 2^16 (loss 1);
 - shares3: the same in three shares mod 2^16 (any two independent of x; loss 1);
 - variance: N(0, 3^2) under x, N(0, 1) under x', at delta 10^-6.
@@ -83,6 +85,21 @@ def parity(seed: int, rows: int) -> Sampler:
     return sample
 
 
+def high_parity(positions: tuple[int, int, int]) -> Callable[[int, int], Sampler]:
+    """Three uniform 16-bit values whose bits at ``positions`` XOR to x's randomized
+    response at eps 2 (each message, and each pair, independent of x)."""
+    def make(seed: int, rows: int) -> Sampler:
+        def sample(which: str, index: int) -> np.ndarray:
+            rng, x = _rng(seed, which, index), 1 if which == "x" else 0
+            m = rng.integers(0, 1 << 16, (rows, 3))
+            bits = [(m[:, i] >> k) & 1 for i, k in enumerate(positions)]
+            want = bits[0] ^ bits[1] ^ _rr(rng, x, math.exp(2) / (1 + math.exp(2)), rows)
+            m[:, 2] = (m[:, 2] & ~(1 << positions[2])) | (want << positions[2])
+            return m.astype(float)
+        return sample
+    return make
+
+
 def shares(seed: int, rows: int) -> Sampler:
     def sample(which: str, index: int) -> np.ndarray:
         rng, x = _rng(seed, which, index), 1 if which == "x" else 0
@@ -113,6 +130,8 @@ CASES: dict[str, tuple[Callable[[int, int], Sampler], list[str], float, float | 
     "int_bit": (int_bit, ["y"], 0.0, math.log(4)),
     "float_bit": (float_bit, ["y"], 0.0, math.log(4)),
     "parity3": (parity, ["m0", "m1", "m2"], 0.0, 2.0),
+    "parity3_bit3": (high_parity((3, 3, 3)), ["m0", "m1", "m2"], 0.0, 2.0),
+    "parity3_mixed": (high_parity((3, 9, 14)), ["m0", "m1", "m2"], 0.0, 2.0),
     "shares": (shares, ["share 0", "share 1"], 0.0, 1.0),
     "shares3": (shares3, ["share 0", "share 1", "share 2"], 0.0, 1.0),
     "variance": (variance, ["y"], 1e-6, None),

@@ -144,6 +144,55 @@ def test_parities_of_three_messages():
     assert r.event.count("xor") == 2
 
 
+def _high_parity_sampler(seed: int, keep: float, positions: tuple[int, int, int]):
+    """Three uniform 16-bit values whose bits at ``positions`` (bit positions[i] of
+    message i) XOR to the input's randomized response; each message alone, and each
+    pair, is uniform under both inputs."""
+
+    def sample(which: str, index: int) -> np.ndarray:
+        rng, x = _rng(seed, which, index), 1 if which == "x" else 0
+        m = rng.integers(0, 1 << 16, (ROWS, 3))
+        bits = [(m[:, i] >> k) & 1 for i, k in enumerate(positions)]
+        want = bits[0] ^ bits[1] ^ _rr(rng, x, keep, ROWS)
+        k = positions[2]
+        m[:, 2] = (m[:, 2] & ~(1 << k)) | (want << k)
+        return m.astype(float)
+
+    return sample
+
+
+@pytest.mark.parametrize("positions", [(3, 3, 3), (3, 9, 14)])
+def test_parities_of_high_bits_of_three_messages(positions):
+    # The XOR of bit 3 of three messages (a value serialized with one of its bits
+    # replaced), or of bits at three different positions: randomized response at keep
+    # 0.9 again, loss ln 9, which only that 3-way parity of high bits shows.
+    keep = 0.9
+    columns = ["m0", "m1", "m2"]
+    r = _audit(_high_parity_sampler(13, keep, positions), columns)
+    assert _bound_at(keep, 1 - keep) <= r.epsilon_lower <= math.log(keep / (1 - keep))
+    assert r.selection == "parities" and r.event.count("xor") == 2
+    assert all(f"bit {k} of {c}" in r.event for k, c in zip(positions, columns))
+
+
+def test_atom_floor_is_local_and_poisson():
+    from privsim.analysis.audit_derived import _atom_values
+
+    rng = np.random.default_rng(13)
+    # A uniform 16-bit column at 0.6 rows a value: the largest of 65536 Poisson(0.6)
+    # counts is 6 or 7, below the floor (Poisson(0.6) reaches 8 with probability 2e-6).
+    assert _atom_values(rng.integers(0, 1 << 16, 40_000).astype(float)).size == 0
+    # A rounded Gaussian: its dense middle is judged against its neighbours, not the mean.
+    assert _atom_values(np.round(rng.normal(0.0, 200.0, 40_000))).size == 0
+    # A continuous column with one value three times and another forty: both atoms, most
+    # repeated first (its neighbours are seen once each, a Poisson rate of 0).
+    y = np.concatenate([rng.normal(size=10_000), [0.5] * 3, [2.25] * 40])
+    assert _atom_values(y).tolist() == [2.25, 0.5]
+    # In that rounded Gaussian's middle, a value 3 times its neighbours' counts is one.
+    g = np.round(rng.normal(0.0, 200.0, 40_000))
+    g = np.concatenate([g, np.full(2 * int(np.count_nonzero(g == 7.0)) + 40, 7.0)])
+    assert _atom_values(g).tolist() == [7.0]
+
+
 def _share_sampler(seed: int, keep: float, modulus: int = 1 << 16):
     """The input's randomized response, in fixed point (4096 times the bit), split into
     two additive shares mod 2^16: the shares' residues mod 2 and 4 sum to 0 under both

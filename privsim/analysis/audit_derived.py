@@ -7,16 +7,18 @@ features of the view that no column shows on its own, and proposes the best even
 readable rule, computed again on every estimation batch (:class:`DerivedEvent`). The
 families (:data:`FAMILIES`, named in the audit's ``searched`` field):
 
-- ``"atoms"``: values a column with many distinct values repeats far beyond what a
-  continuous law allows (``y in {1}``: a message that now and then carries its input
-  without noise), the union of those favoured by one input, and two columns equal on a
+- ``"atoms"``: values a column with many distinct values repeats far beyond what its
+  neighbouring values' counts allow (:func:`_atom_values`; ``y in {1}``: a message that
+  now and then carries its input without noise), the union of those favoured by one
+  input, and two columns equal on a
   row (``y == z``: a value copied from another);
 - ``"bits"``: each bit of an integer column of large domain (two's complement), and
   each bit of a float64 column's IEEE sign, exponent and mantissa (its ``uint64`` view);
   never of a binary or small column, whose values the other selectors see whole;
 - ``"parities"``: the XOR of 2 to 4 base bits (binary columns, the two low bits of the
-  integer columns, the sign of continuous columns), an exhaustive search over the sets
-  of a capped number of bases (:data:`_PARITY_BASES`), for a leak only a 3-way parity shows;
+  integer columns, the sign of continuous columns, then every other bit of the large
+  integer columns), exhaustive searches over capped sets of bases (:func:`_parities`),
+  for a leak only a 3-way parity shows, of low bits or of bit k of three messages;
 - ``"shares"``: ``(a + b) mod M`` and ``(a - b) mod M`` of two integer columns of large
   domain (two coalition members' additive shares), M the smallest power of 2 above
   their values (or a modulus the caller declares), and the atoms of that reconstruction;
@@ -46,6 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from privsim.analysis.audit_bounds import oriented_bounds
 from privsim.analysis.audit_select import _halves, _select_threshold
@@ -58,11 +61,13 @@ FAMILIES = ("atoms", "bits", "parities", "shares", "magnitudes")
 # A column is "of large domain" (atoms, bits, shares, magnitudes) with more distinct
 # values than this in the fit part; smaller columns are seen whole by the other selectors.
 _LARGE = 64
-# Atoms: at most this many values per column, each seen at least _ATOM_MIN times and at
-# least _ATOM_FACTOR times the mean count of a value of that column.
+# Atoms: at most this many values per column, each seen at least _ATOM_MIN times and
+# beyond what its _ATOM_WINDOW neighbours on each side allow (see _atom_values), at level
+# _ATOM_LEVEL over the values of a column.
 _ATOM_VALUES = 8
 _ATOM_MIN = 3
-_ATOM_FACTOR = 10.0
+_ATOM_WINDOW = 16
+_ATOM_LEVEL = 0.01
 # Columns looked at per family (the first ones), so a wide view stays cheap.
 _MAX_COLUMNS = 32
 _MAX_SHARE_COLUMNS = 12
@@ -76,9 +81,14 @@ _SCREEN_MIN = 8
 # Magnitudes: continuous columns only (the first ones), each cut by a threshold search.
 _MAX_MAGNITUDES = 8
 _CENTRE_SAME = 1 / 64
-# Parities: at most this many base bits; sets of up to 3 of them, of 4 with at most _PARITY_QUADS bases.
+# Parities: at most this many leading base bits (binary columns, low bits, signs); sets of
+# 4 of them when there are at most _PARITY_QUADS; pairs and triples of the first
+# _PARITY_TRIPLE_BASES bases (the leading ones, then the large integers' other bits); the
+# search on the first _PARITY_ROWS rows per input.
 _PARITY_BASES = 24
 _PARITY_QUADS = 16
+_PARITY_TRIPLE_BASES = 128
+_PARITY_ROWS = 8192
 # Candidates carried from the ranking part to the picking part.
 _TOP = 8
 
@@ -248,13 +258,51 @@ class _Columns:
 
 
 def _atom_values(x: np.ndarray, support: int | None = None, minimum: int = _ATOM_MIN) -> np.ndarray:
-    """The values ``x`` repeats far beyond a continuous law (most repeated first): at least
-    ``minimum`` times and :data:`_ATOM_FACTOR` times a value's mean count over ``support``
-    values (default: as many as ``x`` shows)."""
+    """The values ``x`` repeats far beyond a continuous law (most repeated first, at most
+    :data:`_ATOM_VALUES`).
+
+    A value is an atom if it is seen at least ``minimum`` times and more often than its
+    neighbourhood allows: more than twice the mean count of its neighbours, and beyond
+    the count a Poisson law of their rate reaches with probability :data:`_ATOM_LEVEL`
+    over all the values tested. The mean count is the larger of the column's and the
+    local one (of the :data:`_ATOM_WINDOW` values seen on each side, their largest left
+    out), read as the mean of a zero-truncated Poisson law (only values seen are
+    counted). A continuous column's values are seen once each, a rate of 0, so 3 repeats
+    are an atom; a uniform 16-bit column at 0.6 rows a value (a rate of 0.6 however its
+    few neighbours fall) needs 8 or more; a rounded Gaussian's dense middle is judged
+    against its own density. With ``support`` (a law uniform over that many cells, as a
+    sum of shares mod M is), the rate is ``x.size / support`` everywhere.
+    """
     values, counts = np.unique(x, return_counts=True)
-    floor = max(minimum, _ATOM_FACTOR * x.size / (support or values.size))
-    order = np.argsort(-counts, kind="stable")[:_ATOM_VALUES]
-    return values[order][counts[order] >= floor]
+    if values.size == 0:
+        return values
+    if support is None:
+        near = np.lib.stride_tricks.sliding_window_view(np.pad(counts, _ATOM_WINDOW, mode="reflect"),
+                                                        2 * _ATOM_WINDOW + 1).astype(float)
+        near[:, _ATOM_WINDOW] = 0.0  # not the value itself
+        mean = np.maximum((near.sum(axis=1) - near.max(axis=1)) / (2 * _ATOM_WINDOW - 1), counts.mean())
+        rate, tests = _truncated_poisson_rate(mean), values.size
+    else:
+        mean = rate = np.full(values.size, x.size / support)
+        tests = support
+    seen = np.flatnonzero(counts >= np.maximum(minimum, 2.0 * mean))  # few: the Poisson floor only for them
+    seen = seen[counts[seen] >= stats.poisson.isf(_ATOM_LEVEL / tests, rate[seen]) + 1]
+    return values[seen[np.argsort(-counts[seen], kind="stable")][:_ATOM_VALUES]]
+
+
+def _truncated_poisson_rate(mean: np.ndarray) -> np.ndarray:
+    """The rate lambda whose Poisson law, given at least one, has this mean:
+    lambda / (1 - exp(-lambda)) = mean (0 at mean 1), by Newton's method from lambda = mean.
+
+    >>> np.round(_truncated_poisson_rate(np.array([1.0, 1.2, 2.0, 50.0])), 3).tolist()
+    [0.0, 0.376, 1.594, 50.0]
+    """
+    rate = np.asarray(mean, dtype=float).copy()
+    for _ in range(60):  # f(l) = l - m (1 - e^-l) is convex: Newton from the right falls monotonically to the root
+        slope = 1.0 - mean * np.exp(-rate)
+        step = np.where(slope > 1e-12, (rate - mean * (1.0 - np.exp(-rate))) / np.maximum(slope, 1e-12), rate)
+        rate = np.maximum(rate - step, 0.0)
+    return np.where(mean <= 1.0 + 1e-9, 0.0, rate)
 
 
 def _atom_terms(name: str, column: int, values: np.ndarray, fx: np.ndarray, fxp: np.ndarray,
@@ -295,46 +343,99 @@ def _bit_terms(pooled: np.ndarray, names: Sequence[str], cols: _Columns) -> list
     return out
 
 
-def _parity_bases(pooled: np.ndarray, names: Sequence[str], cols: _Columns) -> list[Term]:
-    """Binary columns, the two low bits of integer columns, and the signs of continuous ones."""
-    out = [Term("in", c, names[c], (v,)) for c, v in cols.binary]
+def _parity_bases(pooled: np.ndarray, names: Sequence[str], cols: _Columns) -> tuple[list[Term], int]:
+    """The bits a parity is built of, and how many of them lead.
+
+    First (the leading ones): binary columns, the two low bits of the integer columns
+    and the signs of continuous columns; then every other varying bit of the large
+    integer columns, column by column (a value serialized with one of its bits replaced).
+    """
+    low = [Term("in", c, names[c], (v,)) for c, v in cols.binary]
     for c in cols.small_int + cols.large_int:
-        out += [Term("bit", c, names[c], k) for k in (0, 1)
+        low += [Term("bit", c, names[c], k) for k in (0, 1)
                 if np.unique((pooled[:, c].astype(np.int64) >> k) & 1).size == 2]
-    out += [Term("ge", c, names[c], 0.0) for c in cols.continuous
+    low += [Term("ge", c, names[c], 0.0) for c in cols.continuous
             if pooled[:, c].min() < 0.0 <= pooled[:, c].max()]
-    return out[:_PARITY_BASES]
+    low = low[:_PARITY_BASES]
+    high = [t for t in _bit_terms(pooled, names, _Columns(cols.large_int[:_MAX_MULTI_COLUMNS], (), (), ()))
+            if int(t.arg) > 1]
+    return low + high, len(low)
 
 
-def _parities(bases: list[Term], x: np.ndarray, xp: np.ndarray) -> list[tuple[Term, ...]]:
-    """Sets of 2 or 3 bases (4 with few bases) ranked by how far their parity's rate moves.
+def _parities(bases: list[Term], leading: int, x: np.ndarray, xp: np.ndarray) -> list[tuple[Term, ...]]:
+    """Sets of 2 to 4 bases ranked by how far their parity's rate moves.
 
-    Every set is scored (an exhaustive search over at most C(24, 3) = 2024 triples, or
-    C(16, 4) = 1820 quadruples more): the rows' bits are packed 8 to a byte, so a parity
-    costs a few XORs of bytes and a bit count. The top :data:`_TOP` per size are kept;
-    the caller's ranking then judges them with the other candidates.
+    Three searches, each exhaustive over its sets: pairs and triples of the first
+    :data:`_PARITY_TRIPLE_BASES` bases (the leading ones, then the other bits of the large
+    integer columns: a leak only in the XOR of bit 3 of three messages); quadruples of the
+    ``leading`` bases when there are at most :data:`_PARITY_QUADS` of them; and triples
+    and quadruples of one bit position across the large integer columns (bit k of each of
+    3 or 4 messages, whatever k). On the first :data:`_PARITY_ROWS` rows per input, the
+    bits packed 64 to a word, a parity costs a few XORs of words and a bit count, and a
+    triple reuses its pair's XOR. The top :data:`_TOP` per size are kept; the caller's
+    ranking then judges them with the other candidates.
     """
     if len(bases) < 2:
         return []
-    packed = [[np.packbits(t(v)) for v in (x, xp)] for t in bases]
+    words, n_x, n_xp, split = _packed_bits(bases, x, xp, _PARITY_ROWS)
+
+    def spread(block: np.ndarray) -> np.ndarray:  # |rate difference| in standard errors, per row of words
+        ones = np.bitwise_count(block)
+        rate_x = ones[:, :split].sum(axis=1, dtype=np.int64) / n_x
+        rate_xp = ones[:, split:].sum(axis=1, dtype=np.int64) / n_xp
+        pooled = (rate_x * n_x + rate_xp * n_xp) / (n_x + n_xp)
+        return np.abs(rate_x - rate_xp) / np.sqrt(np.maximum(pooled * (1 - pooled), 1e-12) * (1 / n_x + 1 / n_xp))
+
+    scores: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {2: [], 3: [], 4: []}
+    wide = min(len(bases), _PARITY_TRIPLE_BASES)
+    for i in range(wide - 1):
+        pairs = words[i] ^ words[i + 1:wide]
+        scores[2].append((spread(pairs), np.array([(i, j) for j in range(i + 1, wide)])))
+        for j in range(i + 1, wide - 1):
+            rest = np.arange(j + 1, wide)
+            scores[3].append((spread(pairs[j - i - 1] ^ words[j + 1:wide]),
+                              np.column_stack([np.full(rest.size, i), np.full(rest.size, j), rest])))
+    sets: list[tuple[int, ...]] = []
+    if leading <= _PARITY_QUADS:
+        sets += list(itertools.combinations(range(leading), 4))
+    by_position: dict[tuple[str, int], list[int]] = {}
+    for k, t in enumerate(bases):
+        if t.kind == "bit":
+            by_position.setdefault(("bit", int(t.arg)), []).append(k)
+    for members in by_position.values():
+        sets += [s for size in (3, 4) for s in itertools.combinations(members, size) if size == 4 or s[-1] >= wide]
+    for size in (3, 4):
+        chosen = np.array([s for s in sets if len(s) == size], dtype=np.int64).reshape(-1, size)
+        for start in range(0, len(chosen), 4096):
+            block = chosen[start:start + 4096]
+            acc = words[block[:, 0]]
+            for m in range(1, size):
+                acc = acc ^ words[block[:, m]]
+            scores[size].append((spread(acc), block))
     out: list[tuple[Term, ...]] = []
     for size in (2, 3, 4):
-        if size > len(bases) or (size == 4 and len(bases) > _PARITY_QUADS):
-            break
-        scored = []
-        for subset in itertools.combinations(range(len(bases)), size):
-            rates = []
-            for side, n in ((0, len(x)), (1, len(xp))):
-                acc = packed[subset[0]][side]
-                for k in subset[1:]:
-                    acc = acc ^ packed[k][side]
-                rates.append(int(np.bitwise_count(acc).sum()) / n)
-            pooled = (rates[0] * len(x) + rates[1] * len(xp)) / (len(x) + len(xp))
-            spread = math.sqrt(max(pooled * (1 - pooled), 1e-12) * (1 / len(x) + 1 / len(xp)))
-            scored.append((abs(rates[0] - rates[1]) / spread, subset))
-        scored.sort(key=lambda s: -s[0])
-        out += [tuple(bases[k] for k in subset) for _, subset in scored[:_TOP]]
+        if not scores[size]:
+            continue
+        z = np.concatenate([s for s, _ in scores[size]])
+        index = np.concatenate([k for _, k in scores[size]])
+        order = np.argsort(-z, kind="stable")[:_TOP]
+        out += [tuple(bases[k] for k in index[o]) for o in order]
     return out
+
+
+def _packed_bits(bases: list[Term], x: np.ndarray, xp: np.ndarray, rows: int) -> tuple[np.ndarray, int, int, int]:
+    """Each base's bits on the first ``rows`` rows of x, then of x', packed 64 to a word.
+
+    Returns the words (one row per base: x's words, then x''s), the rows counted per
+    input and the number of x's words. Padding bits are 0 in every base, so an XOR of
+    bases counts no padding.
+    """
+    def pack(v: np.ndarray) -> np.ndarray:
+        packed = np.packbits(np.stack([t(v) for t in bases]), axis=1)
+        return np.pad(packed, ((0, 0), (0, -packed.shape[1] % 8))).view(np.uint64)
+
+    wx, wxp = pack(x[:rows]), pack(xp[:rows])
+    return np.concatenate([wx, wxp], axis=1), min(len(x), rows), min(len(xp), rows), wx.shape[1]
 
 
 def _share_moduli(x: np.ndarray, xp: np.ndarray, members: Sequence[int], declared: Sequence[int]) -> list[int]:
@@ -523,7 +624,7 @@ def propose_derived(x: np.ndarray, xp: np.ndarray, columns: Sequence[str], disti
     if "bits" in families:
         candidates += [("bits", (t,)) for t in _bit_terms(pooled, names, cols)]
     if "parities" in families:
-        candidates += [("parities", t) for t in _parities(_parity_bases(pooled, names, cols), fit_x, fit_xp)]
+        candidates += [("parities", t) for t in _parities(*_parity_bases(pooled, names, cols), fit_x, fit_xp)]
     if "shares" in families:
         candidates += [("shares", t) for t in _shares(fit_x, fit_xp, names, cols, moduli)]
     if "magnitudes" in families:
