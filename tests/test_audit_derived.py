@@ -187,9 +187,9 @@ def test_atom_floor_is_local_and_poisson():
     # repeated first (its neighbours are seen once each, a Poisson rate of 0).
     y = np.concatenate([rng.normal(size=10_000), [0.5] * 3, [2.25] * 40])
     assert _atom_values(y).tolist() == [2.25, 0.5]
-    # In that rounded Gaussian's middle, a value 3 times its neighbours' counts is one.
+    # In that rounded Gaussian's middle, a value 4 times its neighbours' counts is one.
     g = np.round(rng.normal(0.0, 200.0, 40_000))
-    g = np.concatenate([g, np.full(2 * int(np.count_nonzero(g == 7.0)) + 40, 7.0)])
+    g = np.concatenate([g, np.full(3 * int(np.count_nonzero(g == 7.0)) + 40, 7.0)])
     assert _atom_values(g).tolist() == [7.0]
 
 

@@ -67,6 +67,7 @@ _LARGE = 64
 _ATOM_VALUES = 8
 _ATOM_MIN = 3
 _ATOM_WINDOW = 16
+_ATOM_OVER = 3.0
 _ATOM_LEVEL = 0.01
 # Columns looked at per family (the first ones), so a wide view stays cheap.
 _MAX_COLUMNS = 32
@@ -262,16 +263,20 @@ def _atom_values(x: np.ndarray, support: int | None = None, minimum: int = _ATOM
     :data:`_ATOM_VALUES`).
 
     A value is an atom if it is seen at least ``minimum`` times and more often than its
-    neighbourhood allows: more than twice the mean count of its neighbours, and beyond
-    the count a Poisson law of their rate reaches with probability :data:`_ATOM_LEVEL`
-    over all the values tested. The mean count is the larger of the column's and the
-    local one (of the :data:`_ATOM_WINDOW` values seen on each side, their largest left
-    out), read as the mean of a zero-truncated Poisson law (only values seen are
-    counted). A continuous column's values are seen once each, a rate of 0, so 3 repeats
-    are an atom; a uniform 16-bit column at 0.6 rows a value (a rate of 0.6 however its
-    few neighbours fall) needs 8 or more; a rounded Gaussian's dense middle is judged
+    neighbourhood allows: its count less 1 (every value seen has 1) is at least
+    :data:`_ATOM_OVER` times its neighbours' mean count less 1, and the count is beyond
+    what a Poisson law of their rate reaches with probability :data:`_ATOM_LEVEL` over
+    all the values tested. The mean count is the larger of the column's and the local
+    one (of the :data:`_ATOM_WINDOW` values seen on each side, their largest left out),
+    read as the mean of a zero-truncated Poisson law (only values seen are counted). A
+    continuous column's values are seen once each, a rate of 0, so 3 repeats are an
+    atom; a uniform 16-bit column at 0.6 rows a value (a rate of 0.6 however its few
+    neighbours fall) needs 8 or more; a rounded Gaussian's dense middle is judged
     against its own density. With ``support`` (a law uniform over that many cells, as a
-    sum of shares mod M is), the rate is ``x.size / support`` everywhere.
+    sum of shares mod M is), the rate is ``x.size / support`` everywhere. (Not twice
+    the mean: a sum of three bytes whose parity leaks is a comb, its odd values 1.8
+    times their neighbours' mean under one input, and a union of a few such teeth,
+    chosen for their noise, would compete with the parity itself.)
     """
     values, counts = np.unique(x, return_counts=True)
     if values.size == 0:
@@ -285,7 +290,8 @@ def _atom_values(x: np.ndarray, support: int | None = None, minimum: int = _ATOM
     else:
         mean = rate = np.full(values.size, x.size / support)
         tests = support
-    seen = np.flatnonzero(counts >= np.maximum(minimum, 2.0 * mean))  # few: the Poisson floor only for them
+    # Few pass this: the Poisson floor is computed only for them.
+    seen = np.flatnonzero(counts >= np.maximum(minimum, 1.0 + _ATOM_OVER * (mean - 1.0)))
     seen = seen[counts[seen] >= stats.poisson.isf(_ATOM_LEVEL / tests, rate[seen]) + 1]
     return values[seen[np.argsort(-counts[seen], kind="stable")][:_ATOM_VALUES]]
 
