@@ -177,6 +177,26 @@ def test_a_cohort_run_has_cohort_tasks_and_a_per_party_run_none() -> None:
     assert PER_PARTY._cohorts(plan, plan.trial_inputs, None, StreamSeeder(1, 12, block_range(2))) == []
 
 
+def test_a_role_split_into_several_tasks_changes_nothing(monkeypatch) -> None:
+    """A role's members run as tasks of at most COHORT_VALUES values (members x trials):
+    with a cap of 2 x 7, tasks of 2 members, and every run is the per-party run still."""
+    import privsim.transport.local as local
+
+    monkeypatch.setattr(local, "COHORT_VALUES", 14)
+    plan = privsim.plan.plan_run(SecureSum(noise="none"), [1] * 12, trials=7, seed=1, t=2, coalition="5")
+    cohorts = LocalTransport()._cohorts(plan, plan.trial_inputs, None, StreamSeeder(1, 12, block_range(7)))
+    assert [(c.role, c.ids.tolist()) for c in cohorts] == [
+        ("holders", [1, 2]), ("others", [3, 4]), ("others", [6, 7]), ("others", [8, 9]), ("others", [10, 11])]
+    assert len({c.key for c in cohorts}) == len(cohorts)
+    for proto, x in ((ShuffleRR(epsilon=1.0), (np.arange(23) % 2).tolist()),
+                     (SecureSum(noise="laplace", epsilon=1.0), (np.arange(12) % 2).tolist()),
+                     (CKSum(), (np.arange(13) % 2).tolist())):
+        for coalition in (None, "1,2", "C" if proto.has_curator else "0"):
+            kw = dict(trials=7, seed=32, coalition=coalition, t=1 if isinstance(proto, CKSum) else None)
+            a, b = privsim.simulate(proto, x, **kw), privsim.simulate(proto, x, transport=PER_PARTY, **kw)
+            assert_same_run(a, b)
+
+
 class OffSchedule(SecureSum):
     """The secure sum whose non-holder cohort also sends to party t + 1 (off the schedule)."""
 
@@ -269,8 +289,9 @@ def test_one_block_cohort_draws_are_the_members_own_streams() -> None:
     assert cohort._direct is not None
     alone = [seeder.rng(p, 7, record=False) for p in members]
     got = cohort.integers(0, 2**34, size=(2, 3)), cohort.gamma(0.25, 3.0, size=2), cohort.integers(0, 1000)
-    assert got[0].shape == (7, 4, 2, 3) and got[0].flags.c_contiguous
+    assert got[0].shape == (7, 4, 2, 3)
     for j, rng in enumerate(alone):
+        assert got[0][:, j].flags.c_contiguous  # member-major: each member's draws one run, as its own
         assert same_arrays(got[0][:, j], rng.integers(0, 2**34, size=(2, 3)))
         assert same_arrays(got[1][:, j], rng.gamma(0.25, 3.0, size=2))
         assert same_arrays(got[2][:, j], rng.integers(0, 1000))

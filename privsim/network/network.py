@@ -18,7 +18,7 @@ import numpy as np
 import trio
 
 from privsim.errors import DeadlockError, ProtocolWarning, ScheduleViolation
-from privsim.network.messages import CohortInbox, Inbox, Outbox, block_bits, message_bits, recorded_round
+from privsim.network.messages import CohortInbox, Inbox, Outbox, block_bits, message_bits, recorded_round, seal
 from privsim.network.schedule import CURATOR, Schedule, id_key, sort_ids
 
 __all__ = ["SyncNetwork", "check_outbox", "message_bits"]
@@ -255,7 +255,10 @@ class SyncNetwork:
         for d, blocks in extra.items():
             box = boxes.get(d, {})
             for senders, block in blocks:
-                box.update(zip(senders.tolist(), block.swapaxes(0, 1)))  # the views block[:, i], made in C
+                # Each sender's message is a row of the block member-major: contiguous, as a party's
+                # own would be (a strided column of a (trials, k) block costs a cache line a value to
+                # whoever reads it); a block already member-major is not copied.
+                box.update(zip(senders.tolist(), seal(np.ascontiguousarray(block.swapaxes(0, 1)))))
             keys = list(box)
             if any(type(s) is not int for s in keys) or any(a > b for a, b in zip(keys, keys[1:])):
                 box = dict(sorted(box.items(), key=lambda item: id_key(item[0])))  # ordered by sender

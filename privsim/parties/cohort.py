@@ -77,14 +77,16 @@ class CohortRNG(NamedDraws):
         if self._direct is not None:
             full = (repeat, self._trials, *_shape(size)) if repeat else (self._trials, *_shape(size))
             if not per_member and not kw_member:
-                draws = generator_calls(self._direct, name, args, kwargs, full)
-                return np.ascontiguousarray(np.moveaxis(draws, 0, axis))
+                return np.moveaxis(generator_calls(self._direct, name, args, kwargs, full), 0, axis)
             parts = [generator_call(g, name, *self._column(j, args, kwargs, per_member, kw_member), full)
                      for j, g in enumerate(self._direct)]
         else:
             parts = [rng._draw(name, *self._column(j, args, kwargs, per_member, kw_member), size, repeat)
                      for j, rng in enumerate(self._rngs)]
-        return np.stack(parts, axis=axis)
+        # Member-major in memory (a view with the members' axis moved, not a transposing
+        # copy): each member's values stay contiguous, as its own draws were, so a message
+        # per member, a column, is one contiguous run for whoever reads it.
+        return np.moveaxis(np.stack(parts), 0, axis)
 
     @staticmethod
     def _column(j: int, args: tuple, kwargs: dict, per_member: list, kw_member: list) -> tuple[tuple, dict]:
@@ -124,7 +126,7 @@ class CohortContext:
                  net: Any, rngs: Callable[[], CohortRNG]) -> None:
         self.role = role
         self.ids = ids
-        self.key = ("cohort", role)
+        self.key = ("cohort", role, int(ids[0]) if len(ids) else -1)  # a role may run as several tasks
         self.n, self.t, self.trials = n, t, trials
         self.input = None if inputs is None else freeze(inputs)
         self._net = net

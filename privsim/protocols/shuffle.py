@@ -66,6 +66,7 @@ from privsim.mechanisms.shuffle_accounting import (
     rr_count_epsilon,
     rr_keep_probability,
 )
+from privsim.network.messages import seal
 from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.cohort import CohortContext
 from privsim.parties.context import PartyContext
@@ -124,7 +125,10 @@ class ShuffleRR(Protocol):
     def report(self, ctx: PartyContext) -> np.ndarray:
         """z = x with probability p, else 1 - x (one uniform per trial)."""
         keep = ctx.rng.random() < self.p
-        return (keep == (np.asarray(ctx.input) == 1)).astype(np.int64)
+        # order="F": a cohort's (trials, k) reports member-major, as its draws are (each
+        # member's reports contiguous, so the shuffler reads each as a party's own); the
+        # same values, and for one party's (trials,) the same array either way
+        return np.equal(keep, np.asarray(ctx.input) == 1, order="F").astype(np.int64)
 
     async def party(self, ctx: PartyContext) -> None:
         z = self.report(ctx)
@@ -148,7 +152,8 @@ class ShuffleRR(Protocol):
 
     async def cohort(self, role: str, cctx: CohortContext) -> None:
         """:meth:`party` for many users at once."""
-        cctx.send(SHUFFLER, self.report(cctx), bits=1)  # type: ignore[arg-type]  # reads only rng and input
+        # report() reads only rng and input; its array is new, so it is sent without a copy
+        cctx.send(SHUFFLER, seal(self.report(cctx)), bits=1)  # type: ignore[arg-type]
         await cctx.end_round()
 
     async def curator(self, ctx: PartyContext) -> None:

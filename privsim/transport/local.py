@@ -122,17 +122,26 @@ class LocalTransport(Transport):
         return out
 
     def _cohorts(self, plan: RunPlan, x: np.ndarray, net: Any, seeder: StreamSeeder) -> list[CohortContext]:
-        """The cohorts of this run (:meth:`cohort_members`), each with its members' streams."""
+        """The cohorts of this run (:meth:`cohort_members`), each with its members' streams; a
+        role of more than :data:`COHORT_VALUES` / trials members as several cohorts."""
         trials, keep_all, out = plan.trials, plan.recorded == "all", []
-        for role, ids in self.cohort_members(plan):
+        step = max(2, COHORT_VALUES // max(trials, 1))
+        for role, members in self.cohort_members(plan):
+            for start in range(0, len(members), step):
+                ids = members[start:start + step]
 
-            def rngs(ids: np.ndarray = ids) -> CohortRNG:
-                if len(seeder.blocks) == 1 and not keep_all:  # each member's stream is one Generator
-                    return CohortRNG.of_generators(seeder.generators(ids.tolist()), trials)
-                return CohortRNG([seeder.rng(p, trials, record=keep_all) for p in ids.tolist()])
+                def rngs(ids: np.ndarray = ids) -> CohortRNG:
+                    if len(seeder.blocks) == 1 and not keep_all:  # each member's stream is one Generator
+                        return CohortRNG.of_generators(seeder.generators(ids.tolist()), trials)
+                    return CohortRNG([seeder.rng(p, trials, record=keep_all) for p in ids.tolist()])
 
-            out.append(CohortContext(role, ids, plan.n, plan.t, trials, _columns(x, ids), net, rngs))
+                out.append(CohortContext(role, ids, plan.n, plan.t, trials, _columns(x, ids), net, rngs))
         return out
+
+
+#: A cohort task holds at most this many values per array (members x trials, at least 2
+#: members): a step's arrays stay in cache (1 M int64 values, 8 MB).
+COHORT_VALUES = 1 << 20
 
 
 def _columns(x: np.ndarray, ids: np.ndarray) -> np.ndarray:
