@@ -286,13 +286,14 @@ def _atom_values(x: np.ndarray, support: int | None = None, minimum: int = _ATOM
                                                         2 * _ATOM_WINDOW + 1).astype(float)
         near[:, _ATOM_WINDOW] = 0.0  # not the value itself
         mean = np.maximum((near.sum(axis=1) - near.max(axis=1)) / (2 * _ATOM_WINDOW - 1), counts.mean())
-        rate, tests = _truncated_poisson_rate(mean), values.size
+        tests = values.size
     else:
-        mean = rate = np.full(values.size, x.size / support)
+        mean = np.full(values.size, x.size / support)
         tests = support
-    # Few pass this: the Poisson floor is computed only for them.
+    # Few pass this: their rate and Poisson floor are computed for them alone.
     seen = np.flatnonzero(counts >= np.maximum(minimum, 1.0 + _ATOM_OVER * (mean - 1.0)))
-    seen = seen[counts[seen] >= stats.poisson.isf(_ATOM_LEVEL / tests, rate[seen]) + 1]
+    rate = mean[seen] if support is not None else _truncated_poisson_rate(mean[seen])
+    seen = seen[counts[seen] >= stats.poisson.isf(_ATOM_LEVEL / tests, rate) + 1]
     return values[seen[np.argsort(-counts[seen], kind="stable")][:_ATOM_VALUES]]
 
 
@@ -404,12 +405,13 @@ def _parities(bases: list[Term], leading: int, x: np.ndarray, xp: np.ndarray) ->
     sets: list[tuple[int, ...]] = []
     if leading <= _PARITY_QUADS:
         sets += list(itertools.combinations(range(leading), 4))
-    by_position: dict[tuple[str, int], list[int]] = {}
+    by_position: dict[int, list[int]] = {}
     for k, t in enumerate(bases):
         if t.kind == "bit":
-            by_position.setdefault(("bit", int(t.arg)), []).append(k)
+            by_position.setdefault(int(t.arg), []).append(k)
     for members in by_position.values():
         sets += [s for size in (3, 4) for s in itertools.combinations(members, size) if size == 4 or s[-1] >= wide]
+    sets = list(dict.fromkeys(sets))  # bit 0 or 1 of four columns is also a set of four leading bases
     for size in (3, 4):
         chosen = np.array([s for s in sets if len(s) == size], dtype=np.int64).reshape(-1, size)
         for start in range(0, len(chosen), 4096):

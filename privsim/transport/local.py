@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 __all__ = ["LocalTransport"]
 
 
+#: A cohort task holds at most this many values per array (members x trials, at least 2
+#: members): a step's arrays stay in cache (1 M int64 values, 8 MB).
+COHORT_VALUES = 1 << 20
+
+
 @dataclass(frozen=True)
 class LocalTransport(Transport):
     """The in-process engine (the default transport, ``"local"``).
@@ -137,11 +142,6 @@ class LocalTransport(Transport):
 
                 out.append(CohortContext(role, ids, plan.n, plan.t, trials, _columns(x, ids), net, rngs))
         return out
-
-
-#: A cohort task holds at most this many values per array (members x trials, at least 2
-#: members): a step's arrays stay in cache (1 M int64 values, 8 MB).
-COHORT_VALUES = 1 << 20
 
 
 def _columns(x: np.ndarray, ids: np.ndarray) -> np.ndarray:
