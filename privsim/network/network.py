@@ -10,9 +10,8 @@ waiting party with its inbox. There is no awaited channel operation per message.
 from __future__ import annotations
 
 from collections.abc import Container, Iterable
-from itertools import repeat
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import trio
@@ -20,6 +19,9 @@ import trio
 from privsim.errors import DeadlockError, ProtocolWarning, ScheduleViolation
 from privsim.network.messages import CohortInbox, Inbox, Outbox, block_bits, message_bits, recorded_round, seal
 from privsim.network.schedule import CURATOR, Schedule, id_key, sort_ids
+
+if TYPE_CHECKING:
+    from privsim.network.messages import CohortOutbox
 
 __all__ = ["SyncNetwork", "check_outbox", "message_bits"]
 
@@ -69,6 +71,19 @@ def check_outbox(r: int, sender: int | str, tos: list, exp: list) -> None:
                                     f"{d} (round {r}, sender {sender}, receiver {d})")
 
 
+
+class _Cohort(NamedTuple):
+    """What the network keeps of a cohort task: its members and its outbox, not its context
+    (a context holds the network, and a cycle would keep every member's stream alive until
+    a full collection: 0.6 s at n = 10^5)."""
+
+    ids: np.ndarray
+    outbox: CohortOutbox
+
+    @property
+    def k(self) -> int:
+        return len(self.ids)
+
 class SyncNetwork:
     """Synchronous point-to-point network enforcing an oblivious :class:`Schedule`.
 
@@ -101,8 +116,7 @@ class SyncNetwork:
         self.transcript: list[dict[int | str, Inbox]] = []
         self._ids: list[Any] = []  # the tasks: own-task party ids, then cohort keys
         self._outboxes: dict[int | str, Outbox] = {}
-        self._cohorts: dict[Any, Any] = {}
-        self._member: dict[int | str, tuple[Any, int]] = {}  # cohort member -> (cohort key, position)
+        self._cohorts: dict[Any, _Cohort] = {}
         self._live = 0
         self._arrived = 0
         self._waiting: set[int | str] = set()
@@ -118,14 +132,13 @@ class SyncNetwork:
         cohorts (:class:`~privsim.parties.cohort.CohortContext`, each one task for its members,
         docs/architecture.md, "Cohorts"); returns each own-task party's outbox."""
         self._outboxes = {pid: Outbox() for pid in ids}
-        self._cohorts = {c.key: c for c in cohorts}
-        self._member = {}
+        self._cohorts = {c.key: _Cohort(c.ids, c.outbox) for c in cohorts}
         n = self.schedule.n
         self._owner = np.full(n, -1, dtype=np.int64)  # party -> index of its cohort (-1: its own task)
         self._position = np.zeros(n, dtype=np.int64)  # party -> its position in the cohort
         for index, c in enumerate(self._cohorts.values()):
-            self._member.update(zip(c.ids.tolist(), zip(repeat(c.key), range(c.k))))
             self._owner[c.ids], self._position[c.ids] = index, np.arange(c.k)
+        self._keys = list(self._cohorts)
         self._ids = [*ids, *self._cohorts]
         self._live = len(self._ids)
         return self._outboxes
@@ -174,21 +187,21 @@ class SyncNetwork:
             _warn(f"party {who} called end_round() for round {r}, after the schedule's last round "
                   f"({self.schedule.rounds}) while other parties had finished: one end_round() per round "
                   "(a second call ends a round nobody takes part in)")
-        expected = self.schedule.senders_in(r)
+        receivers = self.schedule.receivers
         keep = self.record
         trials = self.trials
         boxes: dict[int | str, dict] = {}  # plain dicts while filling; read-only Inboxes below
         for sender, outbox in self._outboxes.items():
             if not outbox.to:
-                exp = expected.get(sender)
+                exp = receivers(r, sender)
                 if exp:
                     self._violation(f"round {r}: party {sender} did not send its scheduled message "
                                     f"to party {exp[0]} (round {r}, sender {sender}, receiver {exp[0]})")
                 continue
             tos, vals, bits = outbox.take()
-            exp = expected.get(sender)
+            exp = receivers(r, sender)
             if tos != exp:
-                self._check_out_of_order(r, sender, tos, exp or [])
+                self._check_out_of_order(r, sender, tos, exp)
             for to, v in zip(tos, vals):
                 box = boxes.get(to)
                 if box is None:
@@ -220,11 +233,10 @@ class SyncNetwork:
         round's inboxes and transcript, so what a cohort sends to an own-task party is added to
         it, and so is what a cohort sends to a cohort member when the transcript keeps everything.
         """
-        n, trials, member, keep_all = self.schedule.n, self.trials, self._member, self.record == "all"
+        n, trials, keep_all = self.schedule.n, self.trials, self.record == "all"
         entries: dict[Any, list] = {key: [] for key in self._cohorts}
-        for d in [d for d in boxes if d in member]:  # own-task senders to cohort members
-            key, pos = member[d]  # type: ignore[misc]
-            box = boxes[d]
+        for d, (key, pos) in [(d, m) for d in boxes if (m := self._member_of(d)) is not None]:
+            box = boxes[d]  # own-task senders to a cohort member
             senders = np.array(list(box), dtype=object if CURATOR in box else np.int64)
             entries[key].append((pos, senders, np.stack(list(box.values()), axis=1)))
             if self.record is None:
@@ -245,7 +257,7 @@ class SyncNetwork:
                 if isinstance(to, np.ndarray):  # send_each: message i to party to[i]
                     self._deliver_each(to, senders, block, entries, extra, boxes)
                     continue
-                owner = member.get(to)
+                owner = self._member_of(to)
                 if owner is not None:
                     entries[owner[0]].append((owner[1], senders, block))
                 if owner is None or keep_all:
@@ -265,10 +277,16 @@ class SyncNetwork:
             boxes[d] = box
         return {key: CohortInbox(c.k, trials, entries[key]) for key, c in self._cohorts.items()}
 
+    def _member_of(self, pid: int | str) -> tuple[Any, int] | None:
+        """``(cohort key, position)`` of a cohort's member, None for an own-task party."""
+        if isinstance(pid, str) or self._owner[pid] < 0:
+            return None
+        return self._keys[self._owner[pid]], int(self._position[pid])
+
     def _deliver_each(self, to: np.ndarray, senders: np.ndarray, block: np.ndarray, entries: dict, extra: dict,
                       boxes: dict) -> None:
         """Deliver a block whose message ``i`` goes to party ``to[i]`` (see :meth:`_cohort_round`)."""
-        keys = list(self._cohorts)
+        keys = self._keys
         owner = self._owner[to]  # the receiving cohort's index, -1 for an own-task party
         for ci in np.unique(owner).tolist():
             sel = np.flatnonzero(owner == ci)

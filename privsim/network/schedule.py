@@ -102,6 +102,11 @@ def parse_coalition(text: str | Iterable[int | str] | None, n: int, curator: boo
     return tuple(sort_ids({parse_party(s, n, curator) for s in items}))
 
 
+
+#: :meth:`Schedule.receivers` reads a round given as arrays off its codes for this many
+#: senders, then builds the round's sender -> receivers map (every party asking, per party).
+_LOOKUPS = 256
+
 class Schedule:
     """The exact set of (round, sender, receiver) triples of an oblivious protocol.
 
@@ -132,12 +137,16 @@ class Schedule:
         self.n = int(n)
         self.curator = bool(curator)
         ids = set(party_ids(self.n, self.curator))
-        self._rounds: list[dict[int | str, list[int | str]]] = []
+        # Per round sender -> receivers; None for a round given as arrays until it is asked
+        # for (its codes are enough to check a cohort, and the map is 10^5 lists at n = 10^5).
+        self._rounds: list[dict[int | str, list[int | str]] | None] = []
         self._codes: dict[int, np.ndarray] = {}  # round -> sorted sender (n + 1) + receiver codes
         self._member_codes: dict[tuple, np.ndarray] = {}
+        self._lookups: dict[int, int] = {}  # round -> receivers() read off its codes
         for r, pairs in enumerate(rounds, start=1):
             if isinstance(pairs, tuple) and len(pairs) == 2 and all(isinstance(a, np.ndarray) for a in pairs):
-                self._rounds.append(self._from_arrays(r, *pairs))
+                self._codes[r] = self._from_arrays(r, *pairs)
+                self._rounds.append(None)
                 continue
             out: dict[int | str, set[int | str]] = {}
             for s, d in pairs:
@@ -148,7 +157,8 @@ class Schedule:
                 out.setdefault(s, set()).add(d)
             self._rounds.append({s: sort_ids(out[s]) for s in sort_ids(out)})
 
-    def _from_arrays(self, r: int, senders: np.ndarray, receivers: np.ndarray) -> dict[int | str, list[int | str]]:
+    def _from_arrays(self, r: int, senders: np.ndarray, receivers: np.ndarray) -> np.ndarray:
+        """Round ``r``'s pairs checked, as sorted distinct codes ``sender * (n + 1) + receiver``."""
         n = self.n
         s, d = np.asarray(senders, dtype=np.int64).ravel(), np.asarray(receivers, dtype=np.int64).ravel()
         if s.shape != d.shape:
@@ -160,8 +170,23 @@ class Schedule:
         if (s == d).any():
             raise ParameterError(f"schedule: round {r} has a message from party {s[s == d][0]} to itself")
         codes = np.sort(s * (n + 1) + d)  # already sorted when built in order: the sort is then one pass
-        codes = codes[np.concatenate(([True], np.diff(codes) != 0))] if codes.size else codes  # a pair once
-        self._codes[r] = codes
+        return codes[np.concatenate(([True], np.diff(codes) != 0))] if codes.size else codes  # a pair once
+
+    def _round_map(self, r: int) -> dict[int | str, list[int | str]]:
+        """Round ``r``'s sender -> receivers (built from its codes on first use)."""
+        out = self._rounds[r - 1]
+        if out is None:
+            out = self._rounds[r - 1] = self._map_of_codes(self._codes[r])
+        return out
+
+    def _round_size(self, r: int) -> int:
+        """The number of messages of round ``r``."""
+        out = self._rounds[r - 1]
+        return int(self._codes[r].size) if out is None else sum(len(v) for v in out.values())
+
+    def _map_of_codes(self, codes: np.ndarray) -> dict[int | str, list[int | str]]:
+        """Sender -> receivers of sorted codes (senders ascending, each one's receivers ascending)."""
+        n = self.n
         if not codes.size:
             return {}
         first, last = codes // (n + 1), (codes % (n + 1)).tolist()
@@ -203,39 +228,43 @@ class Schedule:
     @property
     def rounds(self) -> int:
         """Number of rounds (the last round with a message)."""
-        last = 0
-        for r, out in enumerate(self._rounds, start=1):
-            if out:
-                last = r
-        return last
+        return max((r for r in range(1, len(self._rounds) + 1) if self._round_size(r)), default=0)
 
     @cached_property
     def messages(self) -> int:
         """Messages per run."""
-        return sum(len(v) for out in self._rounds for v in out.values())
+        return sum(self._round_size(r) for r in range(1, len(self._rounds) + 1))
 
     def receivers(self, round: int, sender: int | str) -> list[int | str]:
         """The receivers ``sender`` must send to in ``round``, in canonical order."""
         if not 1 <= round <= len(self._rounds):
             return []
-        return self._rounds[round - 1].get(sender, [])
+        if self._rounds[round - 1] is None and self._lookups.get(round, 0) < _LOOKUPS:
+            # A few senders asked (the own-task parties beside cohorts): read off the codes.
+            self._lookups[round] = self._lookups.get(round, 0) + 1
+            if isinstance(sender, str):
+                return []  # a round given as arrays has no curator
+            codes, base = self._codes[round], sender * (self.n + 1)
+            lo, hi = np.searchsorted(codes, (base, base + self.n + 1)).tolist()
+            return (codes[lo:hi] - base).tolist()
+        return self._round_map(round).get(sender, [])
 
     def senders_in(self, round: int) -> dict[int | str, list[int | str]]:
         """Mapping sender -> receivers for one round (canonical order)."""
         if not 1 <= round <= len(self._rounds):
             return {}
-        return self._rounds[round - 1]
+        return self._round_map(round)
 
     def triples(self) -> Iterator[tuple[int, int | str, int | str]]:
         """All (round, sender, receiver) triples, in round, sender, receiver order."""
-        for r, out in enumerate(self._rounds, start=1):
-            for s, ds in out.items():
+        for r in range(1, len(self._rounds) + 1):
+            for s, ds in self._round_map(r).items():
                 for d in ds:
                     yield (r, s, d)
 
     def messages_per_round(self) -> list[int]:
         """Message count of each round 1..rounds."""
-        return [sum(len(v) for v in out.values()) for out in self._rounds[: self.rounds]]
+        return [self._round_size(r) for r in range(1, self.rounds + 1)]
 
     @cached_property
     def _graph(self) -> nx.Graph:
@@ -278,8 +307,8 @@ class Schedule:
         if party not in party_ids(self.n, self.curator):
             raise ParameterError(f"schedule: party {party!r} does not exist")
         found: set[int | str] = set()
-        for out in self._rounds:
-            for s, ds in out.items():
+        for r in range(1, len(self._rounds) + 1):
+            for s, ds in self._round_map(r).items():
                 if s == party:
                     found.update(ds)
                 elif party in ds:
