@@ -445,3 +445,42 @@ def test_the_resource_estimate_knows_cohorts():
     assert cohort.memory < solo.memory < per_party.memory and cohort.memory < coalition.memory
     assert res.floor_estimate(n, trials, cohorts=True).memory <= cohort.memory
     assert res.floor_estimate(n, trials).memory > res.floor_estimate(n, trials, cohorts=True).memory
+
+
+def test_a_cohort_run_leaves_its_streams_to_reference_counting() -> None:
+    """Nothing of a finished cohort run waits for the cyclic collector: a context held by the
+    network that it holds would keep every member's Generator alive until a full collection."""
+    import gc
+
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        privsim.simulate(SecureSum(noise="laplace", epsilon=1.0), np.ones(300, dtype=np.int64), trials=2, seed=4,
+                         t=3, record=False)
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        kinds = {type(o).__name__ for o in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if was:
+            gc.enable()
+    assert not kinds & {"Generator", "PCG64", "CohortContext", "CohortRNG"}
+
+
+def test_receivers_read_off_the_codes_equal_the_map() -> None:
+    """A round given as arrays answers its first senders from its codes, then from the
+    sender -> receivers map; both give the receivers in canonical order."""
+    from privsim.network import schedule as sched
+
+    n = sched._LOOKUPS + 40
+    rng = np.random.default_rng(8)
+    s = rng.integers(0, n, 4000)
+    d = (s + rng.integers(1, n, 4000)) % n
+    got = Schedule(n, [(s, d)])
+    want = Schedule(n, [list(zip(s.tolist(), d.tolist()))])
+    for p in range(n):
+        assert got.receivers(1, p) == want.receivers(1, p)
+    assert got.senders_in(1) == want.senders_in(1) and got.messages == want.messages
+    assert got.receivers(2, 0) == [] and got.rounds == 1
