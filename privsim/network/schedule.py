@@ -225,10 +225,11 @@ class Schedule:
         return cls(n, [[] for _ in range(round - 1)] + [pairs], curator=curator)
 
     # ------------------------------------------------------------------ queries
-    @property
+    @cached_property
     def rounds(self) -> int:
         """Number of rounds (the last round with a message)."""
-        return max((r for r in range(1, len(self._rounds) + 1) if self._round_size(r)), default=0)
+        return max((r for r, out in enumerate(self._rounds, start=1)
+                    if (self._codes[r].size if out is None else out)), default=0)
 
     @cached_property
     def messages(self) -> int:

@@ -160,26 +160,25 @@ def ck_plan(n: int, t: int, levels: int = 0) -> CKPlan:
     """
     r = half_degree(t)
     if n <= 2 * r:  # the circulant would be complete: use K_n with levels = ids
-        level = list(range(n))
-        nbrs = [[j for j in range(n) if j != i] for i in range(n)]
         k = n
+        level = np.arange(n)
+        nbrs = np.array([[j for j in range(n) if j != i] for i in range(n)], dtype=np.int64).reshape(n, n - 1)
     else:
         k = levels or r + 1
         if not r + 1 <= k <= n:
             raise ParameterError(f"levels must be 0 (= r + 1 = {r + 1}) or in [{r + 1}, n = {n}] for t = {t} "
                                  f"(got {levels})")
         main = k * (n // k)
-        level = [i % k if i < main else k + (i - main) for i in range(n)]
-        nbrs = [[(i + d) % n for d in range(-r, r + 1) if d] for i in range(n)]
+        ids = np.arange(n)
+        level = np.where(ids < main, ids % k, k + (ids - main))
+        nbrs = np.sort((ids[:, None] + np.array([d for d in range(-r, r + 1) if d])) % n, axis=1)  # distinct: n > 2r
     collector = n - 1
-    out: list[tuple[int, ...]] = []
-    for i in range(n):
-        up = tuple(sorted(j for j in nbrs[i] if level[j] > level[i]))
-        if not up and i != collector:
-            up = (collector,)  # a sink hands its running total to the collector
-        out.append(up if i != collector else ())
-    flow_rounds = max((level[i] + 1 for i in range(n) if out[i]), default=0)
-    return CKPlan(n=n, r=r, levels=k, level=tuple(level), out=tuple(out), collector=collector,
+    higher = level[nbrs] > level[:, None]  # each party's higher-level neighbours, ascending
+    ups, ends = nbrs[higher].tolist(), np.cumsum(higher.sum(axis=1)).tolist()
+    out = [tuple(ups[a:b]) or (collector,) for a, b in zip([0, *ends], ends)]  # a sink: to the collector
+    out[collector] = ()
+    flow_rounds = max((lv + 1 for lv, o in zip(level.tolist(), out) if o), default=0)
+    return CKPlan(n=n, r=r, levels=k, level=tuple(level.tolist()), out=tuple(out), collector=collector,
                   flow_rounds=flow_rounds)
 
 
@@ -234,12 +233,13 @@ class CKSum(DistributedNoiseSum):
 
     def schedule(self, n: int, t: int) -> Schedule:
         plan = self.plan(n, t)
-        rounds: list[list[tuple[int, int]]] = [[] for _ in range(plan.flow_rounds)]
-        for i, tos in enumerate(plan.out):
-            for j in tos:
-                rounds[plan.level[i]].append((i, j))
+        senders = np.repeat(np.arange(n), [len(tos) for tos in plan.out])
+        receivers = np.fromiter((j for tos in plan.out for j in tos), dtype=np.int64, count=len(senders))
+        at = np.asarray(plan.level)[senders]  # a party sends in the round after its level's
+        rounds: list = [(senders[at == lv], receivers[at == lv]) for lv in range(plan.flow_rounds)]
         if self.broadcast:
-            rounds.append([(plan.collector, i) for i in range(n) if i != plan.collector])
+            others = np.delete(np.arange(n), plan.collector)
+            rounds.append((np.full(n - 1, plan.collector), others))
         return Schedule(n, rounds)
 
     def cohorts(self, n: int, t: int) -> dict[str, Sequence[int]]:
