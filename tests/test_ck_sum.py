@@ -260,3 +260,36 @@ def test_bad_parameters():
         CKSum(noise="uniform")
     with pytest.raises(ParameterError, match="modulus must be >"):
         privsim.simulate(CKSum(noise="none", modulus=15), np.ones(8, dtype=int), t=2)
+
+
+def _reference_plan(n: int, t: int, levels: int) -> tuple:
+    """The orientation written out party by party, as the construction states it."""
+    from privsim.protocols.ck_sum import half_degree
+
+    r = half_degree(t)
+    if n <= 2 * r:
+        k, level = n, list(range(n))
+        nbrs = [[j for j in range(n) if j != i] for i in range(n)]
+    else:
+        k = levels or r + 1
+        main = k * (n // k)
+        level = [i % k if i < main else k + (i - main) for i in range(n)]
+        nbrs = [[(i + d) % n for d in range(-r, r + 1) if d] for i in range(n)]
+    out = []
+    for i in range(n):
+        up = tuple(sorted(j for j in nbrs[i] if level[j] > level[i]))
+        out.append(() if i == n - 1 else up or (n - 1,))
+    return k, tuple(level), tuple(out)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13, 40, 101])
+@pytest.mark.parametrize("t", [0, 1, 3, 6])
+def test_plan_and_schedule_follow_the_construction(n: int, t: int) -> None:
+    from privsim.protocols.ck_sum import CKSum, ck_plan, half_degree
+
+    for levels in sorted({0, half_degree(t) + 1, n} - ({n} if n <= half_degree(t) else set())):
+        plan = ck_plan(n, t, levels)
+        k, level, out = _reference_plan(n, t, levels)
+        assert (plan.levels, plan.level, plan.out) == (k, level, out)
+        want = sorted((level[i] + 1, i, j) for i in range(n) for j in out[i])
+        assert sorted(CKSum(levels=levels).schedule(n, t).triples()) == want
