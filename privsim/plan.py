@@ -13,26 +13,28 @@ coalitions, seeds or the split exists anywhere else (docs/architecture.md,
 from __future__ import annotations
 
 import dataclasses
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from privsim.errors import InputError, ParameterError
 from privsim.network.backend import check_backend
+from privsim.network.messages import Inbox
 from privsim.network.schedule import CURATOR, PUBLIC_COALITION, Schedule, parse_coalition, parse_party
 from privsim.parties.rng import TRIAL_BLOCK
 from privsim.privacy import Privacy
 from privsim.protocols.base import Protocol, claim_for
 from privsim.protocols.inputs import prepare_inputs
-from privsim.transport import Transport, resolve_transport
 
 __all__ = ["AUDIT_BATCH_TRIALS", "BATCH_PARTY_TRIALS", "DEFAULT_AUDIT_TRIALS", "DEFAULT_SELECT_FRACTION",
            "MAX_SELECT_TRIALS", "MIN_ESTIMATE_TRIALS", "AuditPlan", "AuditSplit",
-           "Batches", "RunPlan", "audit_claims", "audit_split", "batch_plan", "check_run_args", "derived_seed",
+           "Batches", "RunPlan", "Transport", "TransportRun",
+           "audit_claims", "audit_split", "batch_plan", "check_run_args", "derived_seed",
            "min_audit_trials", "neighbouring_inputs", "plan_audit", "plan_audit_batches", "plan_run", "plan_split",
-           "prepare_inputs", "resolve_seed", "split_batches"]
+           "prepare_inputs", "resolve_seed", "resolve_transport", "split_batches"]
 
 Batch = tuple[int, int]  # (first seeding block, trials)
 
@@ -55,6 +57,79 @@ DEFAULT_SELECT_FRACTION = 0.2
 MIN_ESTIMATE_TRIALS = 1000
 #: Trials per input of ``privsim audit`` when neither the command line nor the scenario names them.
 DEFAULT_AUDIT_TRIALS = 100_000
+
+
+# ------------------------------------------------------------------ the transport
+# The interface a plan names and the engine is handed; its implementations
+# (privsim.transport: local, tcp) sit above the plan and register their names here as
+# they are defined (privsim.simulate imports them), so that the plan imports none of them.
+@dataclass(frozen=True)
+class TransportRun:
+    """What one batch produced: outputs, the transcript (one ``receiver -> inbox`` dict per
+    round; ``None`` when not recorded), random tapes, and the counts.
+
+    ``done_rounds`` maps a party to the round its routine returned in (where known: a
+    missing output is then named with its round). ``wire_bytes`` is ``None`` in process.
+
+    >>> TransportRun({}, None, {}, 0, 0, 0).wire_bytes is None
+    True
+    """
+
+    outputs: dict[int | str, Any]
+    transcript: list[dict[int | str, Inbox]] | None
+    draws: dict[int | str, list[np.ndarray]]
+    messages: int
+    bits: int
+    rounds: int
+    wire_bytes: int | None = None
+    done_rounds: dict[int | str, int | None] = field(default_factory=dict, repr=False)
+
+
+class Transport(ABC):
+    """How the parties of one batch run and talk (``name`` is what ``--transport`` calls it).
+
+    Examples
+    --------
+    ``resolve_transport("local").name`` is ``"local"``; ``simulate(..., transport=TcpTransport())``
+    hands the run to a transport object.
+    """
+
+    name: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if isinstance(cls.__dict__.get("name"), str):
+            _TRANSPORTS.setdefault(cls.name, cls)  # the first class of a name keeps it
+
+    @abstractmethod
+    def execute(self, plan: RunPlan) -> TransportRun:
+        """Run the single batch ``plan`` describes; raise the run's error, if any."""
+
+    def cohort_members(self, plan: RunPlan) -> list[tuple[str, np.ndarray]]:
+        """The cohorts this transport would run ``plan``'s parties in: ``(role, ids)`` per
+        cohort (docs/architecture.md, "Cohorts"); none unless the transport has cohorts. The
+        resource estimate (:mod:`privsim.resources`) reads it."""
+        return []
+
+
+_TRANSPORTS: dict[str, type[Transport]] = {}
+
+
+def resolve_transport(transport: Any) -> Transport:
+    """``"local"``, ``"tcp"`` or a :class:`Transport` -> a transport object.
+
+    >>> resolve_transport("tcp").timeout
+    5.0
+    >>> resolve_transport("udp")
+    Traceback (most recent call last):
+    privsim.errors.ParameterError: transport must be 'local' or 'tcp' (got 'udp')
+    """
+    if isinstance(transport, Transport):
+        return transport
+    if isinstance(transport, str) and transport in _TRANSPORTS:
+        return _TRANSPORTS[transport]()
+    names = " or ".join(repr(name) for name in sorted(_TRANSPORTS))
+    raise ParameterError(f"transport must be {names} (got {transport!r})")
 
 
 # ------------------------------------------------------------------ arguments

@@ -23,6 +23,7 @@ from privsim.plan import (
     resolve_seed,
 )
 from privsim.protocols.base import Protocol
+from privsim.transport import LocalTransport  # noqa: F401  # the built-in transports register their names
 from privsim.views import View
 
 __all__ = ["BATCH_PARTY_TRIALS", "RunSummary", "SimulationResult", "batch_plan", "check_run_args", "execute",

@@ -1,6 +1,6 @@
 """The same protocol, for real: every party its own OS process, talking TCP.
 
-- :mod:`~privsim.transport.base`: the :class:`Transport` interface the engine is handed;
+- :class:`Transport`, the interface the engine is handed, is :mod:`privsim.plan`'s (a plan names its transport);
 - :mod:`~privsim.transport.local`: every party a task of this process (the default);
 - :mod:`~privsim.transport.framing`: frames (header, value without pickle, HMAC tag);
 - :mod:`~privsim.transport.peers`: the peers file a party process starts from;
@@ -16,8 +16,8 @@ authentication does and does not protect.
 
 from __future__ import annotations
 
-from privsim.transport.base import Transport, TransportRun
-from privsim.transport.launcher import TcpRun, TcpTransport, resolve_transport
+from privsim.plan import Transport, TransportRun, resolve_transport
+from privsim.transport.launcher import TcpRun, TcpTransport
 from privsim.transport.local import LocalTransport
 from privsim.transport.party import PartyReport, run_party
 from privsim.transport.peers import DEFAULT_TIMEOUT, PeersConfig, load_peers

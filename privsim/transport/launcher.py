@@ -35,18 +35,17 @@ import numpy as np
 from privsim.errors import ParameterError, PartyFailure, ResourceError
 from privsim.network.messages import Inbox, recorded_round
 from privsim.network.schedule import id_key, party_ids, sort_ids
+from privsim.plan import Transport, TransportRun
 from privsim.protocols.base import Protocol
-from privsim.transport.base import Transport, TransportRun
 from privsim.transport.framing import FrameError
 from privsim.transport.link import log
-from privsim.transport.local import LocalTransport
 from privsim.transport.party import CONNECT_TIMEOUT, PartyReport
 from privsim.transport.peers import DEFAULT_TIMEOUT, PeersConfig
 
 if TYPE_CHECKING:
     from privsim.plan import RunPlan
 
-__all__ = ["TcpRun", "TcpTransport", "resolve_transport"]
+__all__ = ["TcpRun", "TcpTransport"]
 
 #: Descriptors the launcher opens beside the listening sockets: the start barrier's two pipes
 #: (four ends), and while a spawned party starts its log file and Popen's error pipe (three).
@@ -78,22 +77,6 @@ class TcpRun(TransportRun):
     wall_s: float = 0.0
     protocol_s: float = 0.0
     reports: dict[int | str, PartyReport] = field(repr=False, default_factory=dict)
-
-
-def resolve_transport(transport: Any) -> Transport:
-    """``"local"``, ``"tcp"`` or a :class:`~privsim.transport.Transport` -> a transport object.
-
-    >>> resolve_transport("tcp").timeout
-    5.0
-    >>> resolve_transport("udp")
-    Traceback (most recent call last):
-    privsim.errors.ParameterError: transport must be 'local' or 'tcp' (got 'udp')
-    """
-    if isinstance(transport, Transport):
-        return transport
-    if isinstance(transport, str) and transport in _NAMED:
-        return _NAMED[transport]()
-    raise ParameterError(f"transport must be 'local' or 'tcp' (got {transport!r})")
 
 
 @dataclass(frozen=True)
@@ -427,5 +410,3 @@ def _assemble(reports: dict[int | str, PartyReport | None], record: bool, wall: 
         protocol_s=max((r.done for r in done.values()), default=0.0) - ready, reports=done)
 
 
-
-_NAMED: dict[str, type[Transport]] = {"local": LocalTransport, "tcp": TcpTransport}

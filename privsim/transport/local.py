@@ -20,7 +20,7 @@ from privsim.parties.cohort import CohortContext, CohortRNG
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import StreamSeeder, block_range
 from privsim.parties.runner import first_error, run_parties
-from privsim.transport.base import Transport, TransportRun
+from privsim.plan import Transport, TransportRun
 
 if TYPE_CHECKING:
     from privsim.plan import RunPlan
