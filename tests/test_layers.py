@@ -134,3 +134,22 @@ def test_the_checker_sees_a_function_level_import(tmp_path):
     fake.mkdir(parents=True)
     (fake / "late.py").write_text("def f():\n    from privsim.simulate import simulate\n")
     assert imports("privsim.network.late", fake / "late.py", set(MODULES)) == [("privsim.simulate", False)]
+
+
+def test_the_plan_imports_no_transport():
+    """The transports read the plan (and the resource check); the plan names its transport
+    through the interface it defines and imports none of them, not even for type checking,
+    so that no import runs from the plan back to privsim/transport/."""
+    tree = ast.parse(MODULES["privsim.plan"].read_text())
+    named = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    named |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    assert not {m for m in named if m == "privsim.transport" or m.startswith("privsim.transport.")}
+
+
+def test_transports_register_their_names():
+    from privsim.plan import Transport, resolve_transport
+    from privsim.transport import LocalTransport, TcpTransport
+
+    assert type(resolve_transport("local")) is LocalTransport and type(resolve_transport("tcp")) is TcpTransport
+    t = LocalTransport(cohorts=False)
+    assert resolve_transport(t) is t and isinstance(t, Transport)

@@ -71,7 +71,6 @@ def check_outbox(r: int, sender: int | str, tos: list, exp: list) -> None:
                                     f"{d} (round {r}, sender {sender}, receiver {d})")
 
 
-
 class _Cohort(NamedTuple):
     """What the network keeps of a cohort task: its members and its outbox, not its context
     (a context holds the network, and a cycle would keep every member's stream alive until
@@ -83,6 +82,7 @@ class _Cohort(NamedTuple):
     @property
     def k(self) -> int:
         return len(self.ids)
+
 
 class SyncNetwork:
     """Synchronous point-to-point network enforcing an oblivious :class:`Schedule`.

@@ -102,10 +102,10 @@ def parse_coalition(text: str | Iterable[int | str] | None, n: int, curator: boo
     return tuple(sort_ids({parse_party(s, n, curator) for s in items}))
 
 
-
 #: :meth:`Schedule.receivers` reads a round given as arrays off its codes for this many
 #: senders, then builds the round's sender -> receivers map (every party asking, per party).
 _LOOKUPS = 256
+
 
 class Schedule:
     """The exact set of (round, sender, receiver) triples of an oblivious protocol.
