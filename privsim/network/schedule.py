@@ -240,9 +240,10 @@ class Schedule:
         """The receivers ``sender`` must send to in ``round``, in canonical order."""
         if not 1 <= round <= len(self._rounds):
             return []
-        if self._rounds[round - 1] is None and self._lookups.get(round, 0) < _LOOKUPS:
+        asked = self._lookups.get(round, 0)
+        if self._rounds[round - 1] is None and asked < _LOOKUPS:
             # A few senders asked (the own-task parties beside cohorts): read off the codes.
-            self._lookups[round] = self._lookups.get(round, 0) + 1
+            self._lookups[round] = asked + 1
             if isinstance(sender, str):
                 return []  # a round given as arrays has no curator
             codes, base = self._codes[round], sender * (self.n + 1)
