@@ -20,7 +20,14 @@ def accuracy_summary(estimate: Any, true_value: Any) -> dict[str, float]:
     >>> accuracy_summary([1.0, 3.0], [2.0, 2.0])
     {'true_value': 2.0, 'estimate_mean': 2.0, 'estimate_std': 1.4142135623730951, 'abs_error_mean': 1.0, 'rmse': 1.0}
     """
-    est, truth = _paired(estimate, true_value)
+    # One value per trial each (a single true value serves every trial); anything else
+    # is a protocol's mistake, named here rather than as a numpy broadcasting error.
+    est = np.asarray(estimate, dtype=float)
+    truth = np.asarray(true_value, dtype=float)
+    if est.ndim != 1 or truth.ndim > 1 or (truth.ndim == 1 and truth.shape != est.shape):
+        raise ProtocolError(f"estimate and true_value must be one value per trial (expected shapes (trials,) "
+                            f"and (trials,) or (), got {est.shape} and {truth.shape})")
+    truth = np.broadcast_to(truth, est.shape)
     err = est - truth
     return {
         "true_value": float(np.mean(truth)),
@@ -30,13 +37,3 @@ def accuracy_summary(estimate: Any, true_value: Any) -> dict[str, float]:
         "rmse": float(np.sqrt(np.mean(err ** 2))),
     }
 
-
-def _paired(estimate: Any, true_value: Any) -> tuple[np.ndarray, np.ndarray]:
-    # One value per trial each (a single true value serves every trial); anything else
-    # is a protocol's mistake, named here rather than as a numpy broadcasting error.
-    est = np.asarray(estimate, dtype=float)
-    truth = np.asarray(true_value, dtype=float)
-    if est.ndim != 1 or truth.ndim > 1 or (truth.ndim == 1 and truth.shape != est.shape):
-        raise ProtocolError(f"estimate and true_value must be one value per trial (expected shapes (trials,) "
-                            f"and (trials,) or (), got {est.shape} and {truth.shape})")
-    return est, np.broadcast_to(truth, est.shape)

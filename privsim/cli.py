@@ -8,10 +8,13 @@ prints one line and exits with code 2.
 from __future__ import annotations
 
 import errno
+import importlib.util
+import os
 import sys
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 import numpy as np
@@ -19,8 +22,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from privsim import resources
 from privsim.analysis.plots import floor_text, plot_audit, plot_estimates, plot_series
 from privsim.cli_support import (
+    WIDTH,
     check_executor_flags,
     check_plot_path,
     check_resources,
@@ -35,9 +40,10 @@ from privsim.cli_support import (
 )
 from privsim.errors import ParameterError, PrivsimError
 from privsim.interrupts import interrupted
-from privsim.plan import plan_run
+from privsim.network.schedule import parse_coalition
+from privsim.plan import DEFAULT_AUDIT_TRIALS, audit_split, plan_audit, plan_run
 from privsim.protocols import REGISTRY
-from privsim.resources import has_cohort_form
+from privsim.protocols.loading import plugin_class, plugins
 from privsim.scenario import RunSpec, load_scenario, make_inputs, parse_params, read_scenario_text
 from privsim.simulate import run_plan, simulate
 
@@ -67,7 +73,8 @@ def _version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.",
                                         callback=_version, is_eager=True)) -> None:
     """Simulate distributed differentially private protocols: run, count, view, audit."""
-T = TypeVar("T")
+
+
 # typer vendors click; its usage errors share this base class.
 _UsageError = typer.BadParameter.__mro__[2]
 
@@ -130,20 +137,21 @@ def _spec(scenario: Path | None, protocol: str | None, n: int | None, t: int | N
                                params=parse_params(params))
 
 
-def _check_counts(spec: RunSpec) -> None:
+def _protocol(spec: RunSpec) -> Any:
+    """The protocol, once n and trials are known to be in range (the resource check reads them)."""
     if spec.n is None:
         raise ParameterError("n is required (--n N or n = ... in the scenario)")
     if spec.n < 1:
         raise ParameterError(f"n must be >= 1 (got {spec.n})")
     if spec.trials < 1:
         raise ParameterError(f"trials must be >= 1 (got {spec.trials})")
+    return spec.build()
 
 
 def _setting(spec: RunSpec) -> tuple[Any, int]:
     """The protocol and t, checked (t within range, the protocol's own conditions) before
     anything is built from them (a schedule for t >= n names parties that do not exist)."""
-    _check_counts(spec)
-    proto = spec.build()
+    proto = _protocol(spec)
     t = proto.default_t(spec.n) if spec.t is None else spec.t  # type: ignore[arg-type]
     proto.check_setting(spec.n, t)  # type: ignore[arg-type]
     return proto, t
@@ -170,8 +178,7 @@ def run_spec(spec: RunSpec, progress: bool | None = None, executor: str | None =
     Checks the setting, the executor flags and the resources (:func:`privsim.cli_support.check_resources`)
     before anything runs; the progress bar counts trials.
     """
-    _check_counts(spec)
-    proto = spec.build()
+    proto = _protocol(spec)
     executor = executor or spec.extra.get("executor")
     check_executor_flags(executor, scheduler, workers)
     plan = check_resources(
@@ -179,7 +186,7 @@ def run_spec(spec: RunSpec, progress: bool | None = None, executor: str | None =
         lambda: plan_run(proto, make_inputs(proto, spec.inputs, spec.n, spec.seed), trials=spec.trials,  # type: ignore[arg-type]
                          seed=spec.seed, t=spec.t, record=False, split=True, backend=backend, transport=transport),
         executor=executor, workers=workers, max_memory=max_memory, max_time=max_time, warn=_warn,
-        cohorts=has_cohort_form(proto))
+        cohorts=resources.has_cohort_form(proto))
     with progress_bar(plan.trials, f"{proto.name}", unit="trials", batches=len(plan.batches),
                       enabled=progress) as advance:
         return run_plan(plan, executor=executor, scheduler=scheduler, workers=workers,
@@ -291,8 +298,6 @@ def party(
 
 
 def _scenario_protocol(path: Path) -> str | None:
-    import tomllib
-
     try:
         return tomllib.loads(read_scenario_text(Path(path))).get("protocol")
     except (PrivsimError, tomllib.TOMLDecodeError, RecursionError):
@@ -323,8 +328,6 @@ def _run_headline(path: Path, plot: Path | None, json_out: bool, trials: int | N
                              f"{min(kwargs['ns'])}); it would be clamped silently")
     runs = len(DEFAULT_PROTOCOLS) * len(kwargs["ns"])  # one simulation per protocol and n
     def affordable(est: Any) -> None:  # before the first run: refuse what cannot fit, announce what is long
-        from privsim import resources
-
         resources.check_memory(est, resources.available_memory())
         if est.seconds > 60:
             _warn(f"privsim: the headline comparison will take about {resources.format_seconds(est.seconds)} "
@@ -339,9 +342,8 @@ def _run_headline(path: Path, plot: Path | None, json_out: bool, trials: int | N
         print_json(data)
         return
     # one row per n and protocol: every protocol of the figure, however many the study ran
-    table = Table(title="privsim run: headline comparison (rmse, exact sd and messages per run)")
-    for col in ("n", "trials", "protocol", "rmse", "exact sd", "messages", "per party"):
-        table.add_column(col)
+    table = Table("n", "trials", "protocol", "rmse", "exact sd", "messages", "per party",
+                  title="privsim run: headline comparison (rmse, exact sd and messages per run)")
     keys = data.get("protocols") or [k for k in PROTOCOLS if k in data]
     for i, nn in enumerate(data["ns"]):
         for k in keys:
@@ -370,8 +372,6 @@ def views(
     json_out: bool = _JSON,
 ) -> None:
     """Print a coalition's view (inputs, randomness, messages, outputs) for the first trials."""
-    from privsim.network.schedule import parse_coalition
-
     spec = _spec(scenario, protocol, n, t, None, seed, param, inputs).with_overrides(trials=trials)
     proto, tt = _setting(spec)
     members = parse_coalition(coalition, spec.n, proto.has_curator)  # type: ignore[arg-type]
@@ -393,9 +393,8 @@ def views(
         return
     stages = proto.round_stages(spec.n, tt)  # type: ignore[arg-type]  # e.g. secagg's, beside the round
     for i in range(spec.trials):
-        table = Table(title=f"view of coalition {{{', '.join(map(str, view.coalition))}}}, trial {i}")
-        for col in ("round", "from", "to", "value"):
-            table.add_column(col)
+        table = Table("round", "from", "to", "value",
+                      title=f"view of coalition {{{', '.join(map(str, view.coalition))}}}, trial {i}")
         for m in view.coalition:
             if m in view.inputs:
                 table.add_row("-", "input", str(m), _short(view.trial_value(view.inputs[m], i)))
@@ -416,14 +415,12 @@ def _short(v: Any) -> str:
     if arr.dtype == object:
         return "(" + ", ".join(_short(e) for e in v) + ")"
     if arr.dtype.kind == "f":
-        text = np.array2string(arr, precision=4, threshold=8) if arr.ndim else f"{float(arr):.6g}"
-    else:
-        text = str(arr.tolist()) if arr.size <= 8 else np.array2string(arr, threshold=8)
-    return text
+        return np.array2string(arr, precision=4, threshold=8) if arr.ndim else f"{float(arr):.6g}"
+    return str(arr.tolist()) if arr.size <= 8 else np.array2string(arr, threshold=8)
 
 
 #: ``privsim audit --trials`` when neither the flag nor the scenario gives it.
-AUDIT_TRIALS = 100_000  # = privsim.analysis.audit.DEFAULT_AUDIT_TRIALS (not imported: the CLI starts fast)
+AUDIT_TRIALS = DEFAULT_AUDIT_TRIALS
 _AUDIT_TRIALS = typer.Option(None, "--trials", help="Runs per input (selection and estimation together).",
                              show_default=f"the scenario's, else {AUDIT_TRIALS}")
 
@@ -461,13 +458,12 @@ def audit_cmd(
     progress: bool | None = _PROGRESS,
 ) -> None:
     """Audit a coalition's view: a sound lower bound on epsilon, against the protocol's claim."""
-    from privsim.analysis.audit import DEFAULT_AUDIT_TRIALS
     from privsim.analysis.audit_selectors import parse_selectors
 
     plot = check_plot_path(plot)
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
     if trials is None and spec.trials == RunSpec().trials:  # named by neither the flag nor the scenario
-        spec = spec.with_overrides(trials=DEFAULT_AUDIT_TRIALS)
+        spec = spec.with_overrides(trials=AUDIT_TRIALS)
     extra = spec.extra
     coalition = coalition if coalition is not None else extra.get("coalition")
     neighbor = neighbor if neighbor is not None else extra.get("neighbor")
@@ -478,10 +474,9 @@ def audit_cmd(
     executor = executor or extra.get("executor")
     chosen = parse_selectors(selectors if selectors is not None else extra.get("selectors"),
                              "--selectors" if selectors is not None else "selectors")
-    _check_counts(spec)
-    proto = spec.build()
+    proto = _protocol(spec)
     check_executor_flags(executor, scheduler, workers)
-    result, plan = _audit_with_progress(proto, spec, coalition, neighbor, progress=progress,
+    result = _audit_with_progress(proto, spec, coalition, neighbor, progress=progress,
                                         delta=delta if delta is not None else extra.get("delta"),
                                         confidence=float(confidence if confidence is not None
                                                          else extra.get("confidence", 0.95)),
@@ -489,7 +484,7 @@ def audit_cmd(
                                         max_memory=max_memory, max_time=max_time, selectors=chosen)
     data = result.to_dict()
     if plot is not None:
-        _audit_plot(str(plot), plan, result)
+        _audit_plot(str(plot), result)
         data["plot"] = str(plot)
     if json_out:
         print_json(data)
@@ -507,12 +502,11 @@ def _audit_rows(data: dict[str, Any]) -> list[tuple[str, Any]]:
 def _audit_with_progress(proto: Any, spec: RunSpec, coalition: Any, neighbor: Any, *, progress: bool | None,
                          max_memory: str | None = None, executor: str | None = None, scheduler: str | None = None,
                          workers: int | None = None, delta: float | None = None, confidence: float = 0.95,
-                         selectors: Any = None, max_time: str | None = None) -> tuple[Any, Any]:
+                         selectors: Any = None, max_time: str | None = None) -> Any:
     """The audit's plan (:func:`privsim.plan.plan_audit`, after the resource check), run with a
     progress bar over its batches (selection, then estimation, both inputs); returns the
-    :class:`~privsim.analysis.audit.AuditResult` and the plan."""
+    :class:`~privsim.analysis.audit.AuditResult`."""
     from privsim.analysis.audit import run_audit
-    from privsim.plan import audit_split, plan_audit
 
     def build() -> Any:
         x = make_inputs(proto, spec.inputs, spec.n, spec.seed)  # type: ignore[arg-type]
@@ -522,26 +516,18 @@ def _audit_with_progress(proto: Any, spec: RunSpec, coalition: Any, neighbor: An
     plan = check_resources(spec.n, spec.trials, build, executor=executor, workers=workers,  # type: ignore[arg-type]
                            max_memory=max_memory, max_time=max_time, warn=_warn,
                            audit=audit_split(spec.trials, spec.n),  # type: ignore[arg-type]
-                           cohorts=has_cohort_form(proto))
+                           cohorts=resources.has_cohort_form(proto))
     with progress_bar(plan.split.total_batches, f"audit {proto.name}", unit="batches", enabled=progress) as advance:
         return run_audit(plan, confidence=confidence, progress=lambda k: advance(1, k), executor=executor,
-                         scheduler=scheduler, workers=workers), plan
+                         scheduler=scheduler, workers=workers)
 
 
-def _audit_plot(path: str, plan: Any, result: Any) -> None:
-    from privsim.analysis.audit import sample_views
-    from privsim.plan import derived_seed
-
-    proto, coalition = plan.run.protocol, plan.members
-    size = min(result.trials, 1 << 15)
-    vx, _ = sample_views(proto, plan.run.inputs, coalition=coalition, trials=size, seed=derived_seed(result.seed, 2),
-                         t=result.t)
-    vxp, _ = sample_views(proto, plan.x_prime, coalition=coalition, trials=size, seed=derived_seed(result.seed, 3),
-                          t=result.t)
+def _audit_plot(path: str, result: Any) -> None:
+    vx, vxp = result.sampler(min(result.trials, 1 << 15))  # fresh views, from seeds derived from the audit's
     estimate = {"p_hat": result.p_hat, "q_hat": result.q_hat, "trials": result.trials_estimate,
                 "confidence": result.confidence_each or result.confidence, "epsilon_lower": result.epsilon_lower}
     plot_audit(path, vx, vxp, result.event_object,
-               f"{proto.name}: coalition {{{','.join(result.coalition)}}} vs party {result.neighbor}; "
+               f"{result.protocol}: coalition {{{','.join(result.coalition)}}} vs party {result.neighbor}; "
                f"epsilon >= {floor_text(result.epsilon_lower)} ({result.confidence:.0%})", estimate)
 
 
@@ -578,9 +564,11 @@ def bounds(
     isolating = getattr(proto, "isolating_coalition", None)  # protocols with a server (secagg, secagg-plus)
     if callable(isolating) and (found := isolating(spec.n, tt)) is not None:
         data["isolating_coalition"], data["isolated_party"] = ",".join(map(str, found[0])), found[1]
-    if audit_lonely:
-        data["audit"] = _audit_lonely(proto, spec.with_overrides(trials=trials or 200_000), tt, target,
-                                      max_memory=max_memory, max_time=max_time, progress=progress)
+    if audit_lonely:  # the first lonely party (with a non-empty neighbourhood) against its neighbours
+        party, coalition = target
+        data["audit"] = _audit_with_progress(proto, spec.with_overrides(trials=trials or 200_000, t=tt), coalition,
+                                             party, progress=progress, max_memory=max_memory,
+                                             max_time=max_time).to_dict()
     if json_out:
         print_json(data)
         return
@@ -588,14 +576,6 @@ def bounds(
     rows += [(f"neighbours of lonely {p}", ",".join(c)) for p, c in data["lonely_coalitions"].items()]
     rows += [(f"audit {k}", v) for k, v in _audit_rows(data.get("audit") or {})]
     stdout.print(_table(f"privsim bounds: {proto.name}, n={spec.n}, t={tt}", rows))
-
-
-def _audit_lonely(proto: Any, spec: RunSpec, t: int, target: tuple[Any, Any], max_memory: str | None,
-                  max_time: str | None, progress: bool | None) -> dict[str, Any]:
-    """Audit the first lonely party (with a non-empty neighbourhood) against its neighbours."""
-    party, coalition = target
-    return _audit_with_progress(proto, spec.with_overrides(t=t), coalition, party, progress=progress,
-                                max_memory=max_memory, max_time=max_time)[0].to_dict()
 
 
 @app.command()
@@ -608,12 +588,10 @@ def bench(
     json_out: bool = _JSON,
 ) -> None:
     """Run the benchmark suite (bench/*.py) and print its named figures (ratios measured in-process)."""
-    import importlib.util
-
     from privsim.figures import check, load_figures
 
     root = Path(__file__).resolve().parent.parent
-    scripts = sorted((root / "bench").glob("bench_*.py")) if (root / "bench").is_dir() else []
+    scripts = sorted((root / "bench").glob("bench_*.py"))
     if not scripts:
         raise ParameterError(f"no benchmark suite found in {root / 'bench'} (it ships with the source checkout)")
     names = [p.stem.removeprefix("bench_") for p in scripts]
@@ -656,9 +634,6 @@ def list_protocols(
 ) -> None:
     """List the protocols (built-in and installed plugins) and their parameters (`privsim protocols NAME`: one
     in detail)."""
-    from privsim.cli_support import WIDTH
-    from privsim.protocols.loading import plugin_class, plugins
-
     classes: dict[str, tuple[str, type]] = {key: ("built-in", cls) for key, cls in sorted(REGISTRY.items())}
     failed: list[str] = []
     for plugin in plugins():
@@ -758,8 +733,6 @@ def _dispatch(argv: list[str] | None) -> int | None:
         print(f"error: {message}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `privsim ... | head`: the reader left; say nothing more
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except OSError as exc:
@@ -767,8 +740,6 @@ def _dispatch(argv: list[str] | None) -> int | None:
             raise
         # `privsim ... > /dev/full`: the output could not be written. One line on stderr, and
         # stdout pointed at /dev/null so that the interpreter's last flush does not fail again.
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         print(f"error: output: writing failed ({exc.strerror}); free some space or write elsewhere",
               file=sys.stderr)

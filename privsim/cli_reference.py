@@ -28,7 +28,7 @@ def cli_reference(width: int = 100) -> str:
     from privsim.cli import app
 
     group = typer.main.get_command(app)
-    ctx_cls = type(typer.main.get_command(app).make_context("privsim", [], resilient_parsing=True))
+    ctx_cls = type(group.make_context("privsim", [], resilient_parsing=True))
     root = ctx_cls(group, info_name="privsim", terminal_width=width, max_content_width=width)
     parts = ["```text", group.get_help(root), "```"]
     for name in group.list_commands(root):

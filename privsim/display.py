@@ -250,14 +250,11 @@ def _claim_from_dict(claim: dict[str, Any] | None) -> Any:
     return Privacy(claim["epsilon"], claim["delta"])
 
 
-def _curve(claim: Any, deltas: np.ndarray) -> np.ndarray:
-    values = [claim.epsilon_at(float(d)) for d in deltas]
-    return np.array([np.nan if v is None else v for v in values], dtype=float)
-
-
 def _claim_axes(ax: Any, claim: Any, mark: tuple[float, float] | None = None) -> None:
     deltas = np.logspace(-12, -0.5, 60)
-    ax.semilogx(deltas, _curve(claim, deltas), color="k", lw=1.5, label=f"claim: {claim.describe()}")
+    values = [claim.epsilon_at(float(d)) for d in deltas]
+    curve = np.array([np.nan if v is None else v for v in values], dtype=float)
+    ax.semilogx(deltas, curve, color="k", lw=1.5, label=f"claim: {claim.describe()}")
     if mark is not None:
         d, eps = mark
         ax.plot([max(d, 1e-12)], [eps], "o", color=_RED, label=f"audit: epsilon >= {eps:.3g} at delta {d:.3g}")
@@ -388,7 +385,6 @@ def audit_figure(r: Any, views_x: np.ndarray, views_xp: np.ndarray) -> Any:
         _event_region(ax, event, float(lo), float(hi))
         ax.set_xlabel(getattr(event, "name", "score"))
         ax.set_ylabel("density")
-        ax.set_title(fit([f"event: {event.describe()}"], 70), fontsize=8)
     else:
         inside = [float(event.contains(views_x).mean()), float(event.contains(views_xp).mean())]
         x = np.arange(2)
@@ -396,7 +392,7 @@ def audit_figure(r: Any, views_x: np.ndarray, views_xp: np.ndarray) -> Any:
         ax.bar(x + 0.2, [1 - p for p in inside], 0.4, color="#bbbbbb", label="outside it")
         ax.set_xticks(x, ["under x", "under x'"])
         ax.set_ylabel("fraction of a fresh sample")
-        ax.set_title(fit([f"event: {event.describe()}"], 70), fontsize=8)
+    ax.set_title(fit([f"event: {event.describe()}"], 70), fontsize=8)
     ax.legend(fontsize=7)
     if claim is not None:
         _claim_axes(axes[1], claim, (r.delta, r.epsilon_lower))

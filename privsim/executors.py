@@ -20,6 +20,7 @@ presented as complete.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -249,10 +250,8 @@ def end_workers() -> None:
 
 def _signal_all(pids: Iterable[int], sig: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError, TypeError):  # already gone
             os.kill(pid, sig)
-        except (OSError, TypeError):  # already gone
-            pass
 
 
 class ProcessExecutor(Executor):
@@ -460,18 +459,14 @@ class DaskExecutor(Executor):
 
         with dask.config.set(self._cluster_config):  # the nannies read it when they start
             self._cluster.scale(self._cluster_workers)
-            try:
+            # Not all back in time, or one more was closed meanwhile (its nanny was still
+            # restarting when scale() looked): the next stall check scales again.
+            with contextlib.suppress(TimeoutError):
                 self._client.wait_for_workers(self._cluster_workers, timeout=self.stall_seconds)
-            except TimeoutError:
-                # Not all back yet, or one more was closed meanwhile (its nanny was still
-                # restarting when scale() looked): the next stall check scales again.
-                pass
 
     def _cancel(self, futures: list[Any]) -> None:
-        try:
+        with contextlib.suppress(Exception):  # best effort
             self._client.cancel([f for f in futures if f is not None])
-        except Exception:  # pragma: no cover - best effort
-            pass
 
     def close(self) -> None:
         try:

@@ -19,7 +19,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 __all__ = ["Interrupted", "cancellable", "check_interrupted", "interrupt", "interrupted", "on_cancel"]
 
@@ -93,10 +93,8 @@ def on_cancel(cancel: Callable[[], object]) -> None:
     """
 
     def safely() -> None:
-        try:
+        with suppress(RuntimeError):  # the loop has just finished (trio.RunFinishedError, a closed asyncio loop)
             cancel()
-        except RuntimeError:  # the loop has just finished (trio.RunFinishedError, a closed asyncio loop)
-            pass
 
     _LOOP[:] = [safely]
     if _CAUGHT:  # caught before the loop could be cancelled

@@ -12,10 +12,9 @@ coalitions, seeds or the split exists anywhere else (docs/architecture.md,
 
 from __future__ import annotations
 
-import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -320,7 +319,7 @@ class RunPlan:
         offset, size = self.batches[index]
         if len(self.batches) == 1:
             return self
-        return dataclasses.replace(self, trials=size, batches=Batches(offset, size, size))
+        return replace(self, trials=size, batches=Batches(offset, size, size))
 
 
 def _schedule(protocol: Protocol, n: int, t: int) -> Schedule:
@@ -570,8 +569,8 @@ class AuditPlan:
 
     def batch(self, which: str, index: int) -> RunPlan:
         """The run of batch ``index`` under ``which`` (``"x"`` or ``"xp"``), recording the coalition."""
-        run = self.run if which == "x" else dataclasses.replace(self.run, inputs=self.x_prime)
-        return dataclasses.replace(run.batch(index), entropy=self.seeds[which])
+        run = self.run if which == "x" else replace(self.run, inputs=self.x_prime)
+        return replace(run.batch(index), entropy=self.seeds[which])
 
 
 def plan_audit(protocol: Protocol, inputs: Any = None, *, coalition: Any, neighbor: int, trials: int,

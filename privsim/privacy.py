@@ -66,8 +66,7 @@ def _check(name: str, value: Any, *, lo: float = 0.0, hi: float = math.inf, open
         v = float(value)
     except (TypeError, ValueError):
         raise ParameterError(f"claim: {name} must be a number (got {value!r})") from None
-    bad = not math.isfinite(v) or v < lo or (open_lo and v == lo) or v > hi or (open_hi and v == hi)
-    if bad:
+    if not math.isfinite(v) or v < lo or (open_lo and v == lo) or v > hi or (open_hi and v == hi):
         left, right = ("(" if open_lo else "["), (")" if open_hi else "]")
         raise ParameterError(f"claim: {name} must be in {left}{lo:g}, {hi:g}{right} (got {value!r})")
     return v

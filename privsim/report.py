@@ -24,12 +24,13 @@ from __future__ import annotations
 import html
 import io
 import math
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from privsim.display import new_figure
+from privsim.display import new_figure, number_text
 from privsim.errors import ParameterError
 from privsim.scenario import RunSpec, make_inputs
 
@@ -160,8 +161,6 @@ def _cost_figure(messages: list[int], bits: list[int]) -> Any:
 
 
 def _table(rows: list[tuple[str, Any]]) -> str:
-    from privsim.display import number_text
-
     return "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(number_text(v))}</td></tr>"
                                for k, v in rows) + "</table>"
 
@@ -173,18 +172,9 @@ def _section(sid: str, title: str, body: str) -> str:
 def _comment(source: str) -> str:
     if not source or not Path(source).is_file():
         return ""
-    lines = []
-    for line in Path(source).read_text().splitlines():
-        if not line.startswith("#"):
-            break
-        lines.append(line[1:].removeprefix(" "))
+    head = takewhile(lambda line: line.startswith("#"), Path(source).read_text().splitlines())
+    lines = [line[1:].removeprefix(" ") for line in head]
     return f"<pre>{html.escape(chr(10).join(lines).strip())}</pre>" if lines else ""
-
-
-def _default_coalition(res: Any, extra: dict[str, Any]) -> Any:
-    if extra.get("coalition") is not None:
-        return extra["coalition"]
-    return "C" if res.schedule.curator else "0"
 
 
 def build_report(spec: RunSpec, *, trials: int | None = None) -> str:
@@ -198,18 +188,19 @@ def build_report(spec: RunSpec, *, trials: int | None = None) -> str:
     >>> [s for s in REPORT_SECTIONS if f"<section id='{s}'>" in page]
     ['scenario', 'schedule', 'cost', 'estimates', 'view']
     """
-    from privsim.display import audit_figure, audit_rows, estimate_figure, verdict, view_html
+    from privsim.display import estimate_figure, view_html
     from privsim.simulate import simulate
 
-    if trials is not None:
-        spec = spec.with_overrides(trials=trials)
+    spec = spec.with_overrides(trials=trials)  # None: the scenario's
     if spec.n is None or spec.n < 1:
         raise ParameterError("n is required (n = ... in the scenario)")
     proto = spec.build()
     extra = spec.extra
     res = simulate(proto, make_inputs(proto, spec.inputs, spec.n, spec.seed), trials=spec.trials, seed=spec.seed,
                    t=spec.t)
-    coalition = _default_coalition(res, extra)
+    coalition = extra.get("coalition")
+    if coalition is None:  # the curator, else party 0
+        coalition = "C" if res.schedule.curator else "0"
     small = simulate(proto, res.inputs[0], trials=min(VIEW_TRIALS, spec.trials), seed=spec.seed, t=res.t,
                      record=True)
     members = small.view(coalition).coalition
@@ -255,8 +246,7 @@ def build_report(spec: RunSpec, *, trials: int | None = None) -> str:
                              f"<p>Over {small.trials} recorded runs.</p>" + view_html(small.view(coalition))))
 
     if extra.get("coalition") is not None and extra.get("neighbor") is not None:
-        sections.append(_section("audit", "Audit", _audit_section(proto, spec, res, extra, audit_rows, verdict,
-                                                                  audit_figure)))
+        sections.append(_section("audit", "Audit", _audit_section(proto, spec, res, extra)))
     title = html.escape(f"privsim report: {name}")
     nav = "".join(f"<a href='#{s}'>{s}</a>" for s in REPORT_SECTIONS if f"<section id='{s}'>" in "".join(sections))
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
@@ -264,11 +254,10 @@ def build_report(spec: RunSpec, *, trials: int | None = None) -> str:
             f"<script>{_SCRIPT}</script></body></html>\n")
 
 
-def _audit_section(proto: Any, spec: RunSpec, res: Any, extra: dict[str, Any], audit_rows: Any, verdict: Any,
-                   audit_figure: Any) -> str:
+def _audit_section(proto: Any, spec: RunSpec, res: Any, extra: dict[str, Any]) -> str:
     from privsim.analysis.audit import audit
     from privsim.analysis.audit_selectors import parse_selectors
-    from privsim.display import AUDIT_FIGURE_TRIALS
+    from privsim.display import AUDIT_FIGURE_TRIALS, audit_figure, audit_rows, verdict
 
     selectors = parse_selectors(extra.get("selectors"), "selectors")
     r = audit(proto, res.inputs[0], coalition=extra["coalition"], neighbor=int(extra["neighbor"]),

@@ -21,6 +21,7 @@ refused at once.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import resource
@@ -193,13 +194,10 @@ def available_memory() -> int | None:
     True
     """
     limits: list[int] = []
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    limits.append(int(line.split()[1]) * 1024)
-    except (OSError, ValueError, IndexError):
-        pass
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith("MemAvailable:"):
+                limits.append(int(line.split()[1]) * 1024)
     room = _cgroup_room()
     if room is not None:
         limits.append(room)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from privsim.accuracy import accuracy_summary
 from privsim.errors import PartyFailure, ProtocolError, ViewNotRecorded
-from privsim.network.schedule import CURATOR, PUBLIC_COALITION, Schedule, id_key, parse_coalition, sort_ids
+from privsim.network.schedule import CURATOR, PUBLIC_COALITION, Schedule, id_key, parse_coalition
 from privsim.parties.rng import block_range
 from privsim.plan import (
     BATCH_PARTY_TRIALS,
@@ -106,18 +105,15 @@ class SimulationResult:
             return self._public_view()
         if self._transcript is None:
             raise ViewNotRecorded("this run recorded no transcript (record=False)")
-        if self._recorded != "all" and not set(members) <= set(self._recorded):
+        mem = set(members)
+        if self._recorded != "all" and not mem <= set(self._recorded):
             raise ViewNotRecorded(
                 f"this run recorded the view of coalition {','.join(map(str, self._recorded))} only; "
                 "pass that coalition (or none) to simulate")
-        mem = set(members)
-        messages = []
-        for r, inboxes in enumerate(self._transcript, start=1):
-            for d in sort_ids(inboxes):
-                for s, v in inboxes[d].items():
-                    if s in mem or d in mem:
-                        messages.append((r, s, d, v))
-        messages.sort(key=lambda m: (m[0], id_key(m[1]), id_key(m[2])))
+        # (round, sender, receiver) is unique: the sort alone fixes the order
+        messages = sorted(((r, s, d, v) for r, inboxes in enumerate(self._transcript, start=1)
+                           for d, box in inboxes.items() for s, v in box.items() if s in mem or d in mem),
+                          key=lambda m: (m[0], id_key(m[1]), id_key(m[2])))
         blocks = block_range(self.trials, self.block_offset)
         seeds = {m: {"entropy": self.seed, "family": 1 if m == CURATOR else 0,
                      "slot": 0 if m == CURATOR else m, "blocks": [b for b, _, _ in blocks]} for m in members}
@@ -402,7 +398,7 @@ def run_plan(plan: RunPlan, *, executor: Any = None, scheduler: str | None = Non
     ex = get_executor(executor or "local", scheduler=scheduler, workers=workers)
     parts = []
     try:
-        job = _RunJob(plan if ex.name == "local" else dataclasses.replace(plan, on_round=None))
+        job = _RunJob(plan if ex.name == "local" else replace(plan, on_round=None))
         for k, part in enumerate(ex.map(job, range(len(plan.batches))), start=1):
             parts.append(part)
             if progress is not None:

@@ -159,14 +159,7 @@ class View:
 
     def to_dict(self, trials: int = 3) -> dict[str, Any]:
         """A JSON-ready summary of the first ``trials`` runs."""
-
-        def pick(v: Any, i: int) -> Any:
-            if isinstance(v, (tuple, list)):  # a tuple output (e.g. dist-alpha's): each part on its own
-                return [pick(e, i) for e in v]
-            arr = np.asarray(v)
-            val = arr[i] if (arr.ndim and arr.shape[0] == self.trials) else arr
-            return val.tolist()
-
+        pick = self.trial_value  # a tuple output (e.g. dist-alpha's): each part on its own
         k = min(trials, self.trials)
         return {
             "coalition": [str(m) for m in self.coalition],

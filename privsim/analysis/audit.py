@@ -323,7 +323,7 @@ def best_of(counts: Sequence[EventCounts], candidates: Sequence[Candidate], delt
 
 
 class _Batches:
-    """The batches an audit draws: :meth:`views` of one pick, :meth:`count` of several."""
+    """The batches an audit draws: :meth:`views` of one pick (:func:`_count` counts events in one)."""
 
     def views(self, pick: Pick) -> tuple[np.ndarray, list[str]]:  # pragma: no cover - abstract
         """The views of one batch, with their column names."""

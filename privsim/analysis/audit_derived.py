@@ -312,9 +312,12 @@ def _truncated_poisson_rate(mean: np.ndarray) -> np.ndarray:
     return np.where(mean <= 1.0 + 1e-9, 0.0, rate)
 
 
-def _atom_terms(name: str, column: int, values: np.ndarray, fx: np.ndarray, fxp: np.ndarray,
+def _atom_terms(name: str, column: int, values: np.ndarray, sx: np.ndarray, sxp: np.ndarray,
                 make) -> list[tuple[Term, ...]]:
-    """One candidate per atom, and the unions of the atoms favoured by x and by x'."""
+    """One candidate per atom, and the unions of the atoms favoured by x and by x' (more
+    often in ``sx`` than in ``sxp``, the values on the rows of x and x', or the reverse)."""
+    fx = np.array([np.count_nonzero(sx == v) for v in values])
+    fxp = np.array([np.count_nonzero(sxp == v) for v in values])
     out: list[tuple[Term, ...]] = [(make(column, name, (float(v),)),) for v in values]
     if values.size > 1:
         for favoured in (fx > fxp, fx < fxp):
@@ -329,9 +332,7 @@ def _atoms(x: np.ndarray, xp: np.ndarray, names: Sequence[str], cols: _Columns) 
     wide = (cols.continuous + cols.large_int)[:_MAX_COLUMNS]
     for c in wide:
         values = _atom_values(np.concatenate([x[:, c], xp[:, c]]))
-        fx = np.array([np.count_nonzero(x[:, c] == v) for v in values])
-        fxp = np.array([np.count_nonzero(xp[:, c] == v) for v in values])
-        out += _atom_terms(names[c], c, values, fx, fxp, lambda col, nm, vals: Term("in", col, nm, vals))
+        out += _atom_terms(names[c], c, values, x[:, c], xp[:, c], lambda col, nm, vals: Term("in", col, nm, vals))
     for a, b in itertools.combinations(wide, 2):
         if np.count_nonzero(x[:, a] == x[:, b]) + np.count_nonzero(xp[:, a] == xp[:, b]) >= _ATOM_MIN:
             out.append((Term("same", a, names[a], (b, names[b])),))
@@ -466,9 +467,7 @@ def _shares(x: np.ndarray, xp: np.ndarray, names: Sequence[str], cols: _Columns,
                 values = _atom_values(np.concatenate([sx, sxp]).astype(float), modulus)
                 if values.size:
                     found.add((a, b))
-                fx = np.array([np.count_nonzero(sx == v) for v in values])
-                fxp = np.array([np.count_nonzero(sxp == v) for v in values])
-                out += _atom_terms(names[a], a, values.astype(np.int64), fx, fxp,
+                out += _atom_terms(names[a], a, values, sx, sxp,
                                    lambda col, nm, vals, b=b, m=modulus, s=sign: Term(
                                        "share", col, nm, (b, names[b], s, m, tuple(int(v) for v in vals))))
     return out + _sums(x, xp, names, group, declared, found)
@@ -507,11 +506,9 @@ def _sums(x: np.ndarray, xp: np.ndarray, names: Sequence[str], group: Sequence[i
                 continue
             sx, sxp = total(x), total(xp)
             values = _atom_values(np.concatenate([sx, sxp]).astype(float), support).astype(np.int64)
-            fx = np.array([np.count_nonzero(sx == v) for v in values])
-            fxp = np.array([np.count_nonzero(sxp == v) for v in values])
             if values.size:
                 found.add(members)
-            out += _atom_terms(names[first], first, values, fx, fxp,
+            out += _atom_terms(names[first], first, values, sx, sxp,
                                lambda col, nm, vals, o=others, m=modulus: Term(
                                    "sum", col, nm, (o, tuple(names[c] for c in o), m, tuple(int(v) for v in vals))))
     return out

@@ -9,7 +9,8 @@ hits of one fixed event over estimation batches (and merges the counts of worker
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
@@ -46,6 +47,7 @@ class Event(Protocol):
 
 
 _COMPLEMENT_OP = {">=": "<", "<": ">=", "<=": ">", ">": "<="}
+_OPS = {">=": operator.ge, "<": operator.lt, "<=": operator.le, ">": operator.gt}
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,13 +116,7 @@ class ThresholdEvent:
         >>> ThresholdEvent(1.0, "<", column=0).holds(np.array([0.5, 1.0])).tolist()
         [True, False]
         """
-        if self.op == ">=":
-            return values >= self.cut
-        if self.op == "<":
-            return values < self.cut
-        if self.op == "<=":
-            return values <= self.cut
-        return values > self.cut
+        return _OPS[self.op](values, self.cut)
 
     def complement(self) -> ThresholdEvent:
         """The same threshold with the opposite strict/non-strict comparison."""
@@ -144,6 +140,15 @@ def row_keys(rows: np.ndarray) -> np.ndarray:
     # + 0.0 maps -0.0 to 0.0 so that equal floats have equal bytes.
     rows = np.ascontiguousarray(np.asarray(rows, dtype=np.float64) + 0.0)
     return rows.view(np.dtype((np.void, 8 * rows.shape[1]))).ravel()
+
+
+def _features(views: np.ndarray, indices: Sequence[int], moduli: Sequence[int]) -> np.ndarray:
+    """Columns ``indices`` of every row, as floats, taken mod ``moduli[k]`` where that is > 0."""
+    out = np.asarray(views[:, list(indices)], dtype=float)
+    for k, m in enumerate(moduli):
+        if m:
+            out[:, k] = np.mod(out[:, k], m)
+    return out
 
 
 def _fmt(value: float) -> str:
@@ -204,11 +209,7 @@ class OutcomeSetEvent:
 
     def project(self, views: np.ndarray) -> np.ndarray:
         """The looked-at columns of every row (residues where a modulus is set)."""
-        rows = np.asarray(views[:, list(self.indices)], dtype=float)
-        for k, m in enumerate(self.moduli):
-            if m:
-                rows[:, k] = np.mod(rows[:, k], m)
-        return rows
+        return _features(views, self.indices, self.moduli)
 
     def labels(self) -> tuple[str, ...]:
         """The looked-at columns' names, e.g. ``("y mod 2", "b")``."""
@@ -289,8 +290,8 @@ class LinearScore:
         return f"logistic score ({' '.join(terms)})"
 
 
-
 class EventCounts:
+
     """Streaming hit counts of a fixed event under x and x' (mergeable across workers).
 
     Parameters

@@ -392,6 +392,33 @@ def _match_rows(table_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return position[inverse[table_keys.size :]]
 
 
+def _best_prefix(hits_x: np.ndarray, hits_xp: np.ndarray, cells_x: np.ndarray, n_x: int, cells_xp: np.ndarray,
+                 n_xp: int, delta: float, confidence: float, n_estimate: int) -> np.ndarray | None:
+    """The cells with the largest likelihood ratios (a mask), as many as the selection criterion prefers.
+
+    The cells are ranked by a smoothed log ratio of their hits on the ranking half; the
+    prefix of that ranking is chosen on the cut half, whose ``n_x`` and ``n_xp`` rows fall
+    in the cells ``cells_x`` and ``cells_xp`` (rows in no cell left out). None where every
+    cell has the same ratio.
+    """
+    # Ordering statistic only (the cut is chosen by the bound): smoothed log ratio.
+    log_ratio = np.log((hits_x + 0.5) / (hits_x.sum() + 1)) - np.log((hits_xp + 0.5) / (hits_xp.sum() + 1))
+    order = np.argsort(-log_ratio, kind="stable")
+    sorted_ratio = log_ratio[order]
+    # Cut only between different ratios, so tied cells are kept together.
+    ends = np.flatnonzero(sorted_ratio[:-1] > sorted_ratio[1:])
+    if ends.size == 0:
+        return None
+    rank_of = np.empty(order.size, dtype=np.intp)
+    rank_of[order] = np.arange(order.size)
+    prefix = [np.cumsum(np.bincount(rank_of[cells], minlength=order.size))[ends] for cells in (cells_x, cells_xp)]
+    alpha_each = _selection_alpha(confidence, ends.size, min(n_x, n_xp), n_estimate)
+    criterion = _selection_criterion(prefix[0], n_x, prefix[1], n_xp, delta, alpha_each)
+    mask = np.zeros(order.size, dtype=bool)
+    mask[order[: ends[int(np.argmax(criterion))] + 1]] = True
+    return mask
+
+
 def _select_outcome_set(
     views_x: np.ndarray,
     views_xp: np.ndarray,
@@ -411,29 +438,12 @@ def _select_outcome_set(
     full = _OutcomeTable.of(rank_x, rank_xp)
     relevant = _relevant_columns(full)
     table = full.project(relevant)
-    # Ordering statistic only (the cut is chosen by the bound): smoothed log ratio.
-    log_ratio = np.log((table.hits_x + 0.5) / (len(rank_x) + 1)) - np.log(
-        (table.hits_xp + 0.5) / (len(rank_xp) + 1)
-    )
-    order = np.argsort(-log_ratio, kind="stable")
-    sorted_ratio = log_ratio[order]
-    # Cut only between different ratios, so tied outcomes are kept together.
-    ends = np.flatnonzero(sorted_ratio[:-1] > sorted_ratio[1:])
-    mask = np.ones(len(order), dtype=bool)  # one ratio class: no event separates x from x'
-    if ends.size:
-        rank_of = np.empty(len(order), dtype=np.intp)
-        rank_of[order] = np.arange(len(order))
-        prefix_hits = []
-        for cut_views in (cut_x, cut_xp):
-            found = _match_rows(row_keys(table.outcomes), row_keys(cut_views[:, relevant]))
-            # Rows whose outcome the ranking half never saw fall outside every prefix.
-            per_rank = np.bincount(rank_of[found[found >= 0]], minlength=len(order))
-            prefix_hits.append(np.cumsum(per_rank)[ends])
-        n_x, n_xp = len(cut_x), len(cut_xp)
-        alpha_each = _selection_alpha(confidence, ends.size, min(n_x, n_xp), n_estimate)
-        criterion = _selection_criterion(prefix_hits[0], n_x, prefix_hits[1], n_xp, delta, alpha_each)
-        mask[:] = False
-        mask[order[: ends[int(np.argmax(criterion))] + 1]] = True
+    # Rows whose outcome the ranking half never saw fall outside every prefix.
+    found = [_match_rows(row_keys(table.outcomes), row_keys(v[:, relevant])) for v in (cut_x, cut_xp)]
+    mask = _best_prefix(table.hits_x, table.hits_xp, found[0][found[0] >= 0], len(cut_x), found[1][found[1] >= 0],
+                        len(cut_xp), delta, confidence, n_estimate)
+    if mask is None:  # one ratio class: no event separates x from x'
+        mask = np.ones(len(table.outcomes), dtype=bool)
     kept = _reduce_columns(table.outcomes, mask)
     chosen = {tuple(float(v) for v in row) for row in table.outcomes[mask][:, kept]}
     indices = tuple(relevant[c] for c in kept)

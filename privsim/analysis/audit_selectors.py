@@ -59,15 +59,15 @@ from scipy import optimize, special, stats
 
 from privsim.analysis.audit_bounds import _log_ratio, check_level, clopper_pearson
 from privsim.analysis.audit_derived import FAMILIES, propose_derived
-from privsim.analysis.audit_events import Event, OutcomeSetEvent, ScoreFn, ThresholdEvent
+from privsim.analysis.audit_events import Event, OutcomeSetEvent, ScoreFn, ThresholdEvent, _features
 from privsim.analysis.audit_select import (
     SelectionKind,
+    _best_prefix,
     _bound_ceilings,
     _candidate_cuts,
     _halves,
     _pruned_argmax,
     _reduce_columns,
-    _selection_alpha,
     _selection_criterion,
     _varying_columns,
     check_views,
@@ -323,11 +323,9 @@ class _TreeTables:
         except (AttributeError, KeyError, ValueError, IndexError, TypeError):  # pragma: no cover - another layout
             return None
         inner = [nodes[~nodes["is_leaf"].astype(bool)] for nodes in all_nodes]
-        thresholds: dict[int, np.ndarray] = {}
-        for nodes in inner:
-            for f in np.unique(nodes["feature_idx"]):
-                mine = nodes["num_threshold"][nodes["feature_idx"] == f]
-                thresholds[int(f)] = np.union1d(thresholds.get(int(f), np.empty(0)), mine)
+        splits = np.concatenate(inner)
+        thresholds = {int(f): np.unique(splits["num_threshold"][splits["feature_idx"] == f])
+                      for f in np.unique(splits["feature_idx"])}
         order = sorted(thresholds)
         slot = {f: k for k, f in enumerate(order)}
         features = [(slot[f], int(indices[f]), int(moduli[f]), thresholds[f]) for f in order]
@@ -373,8 +371,7 @@ class _TreeTables:
                     where.append(np.take(table, r))
                     continue
             where.append(_count_below(thresholds, _features(views, (column,), (modulus,))[:, 0]))
-        raw = np.zeros(len(views))
-        raw += self.baseline
+        raw = np.full(len(views), self.baseline)
         cell, part = np.empty(len(views), dtype=np.int32), np.empty(len(views), dtype=np.int32)
         for offsets, values in self.trees:
             cell[:] = 0
@@ -421,8 +418,7 @@ def _integer_residues(column: np.ndarray, period: int) -> np.ndarray | None:
         index = values.astype(np.int64)
     if not (index == values).all():  # (a cast beyond int64's range gives -2^63, which no such value equals)
         return None
-    index %= period
-    return index
+    return index % period
 
 
 @dataclass(frozen=True, eq=False)
@@ -464,14 +460,6 @@ def _names(names: Sequence[str], shown: int = 4) -> str:
     names = list(names)
     more = f", ... {len(names) - shown} more" if len(names) > shown else ""
     return ", ".join(names[:shown]) + more
-
-
-def _features(views: np.ndarray, indices: Sequence[int], moduli: Sequence[int]) -> np.ndarray:
-    out = np.asarray(views[:, list(indices)], dtype=float)
-    for k, m in enumerate(moduli):
-        if m:
-            out[:, k] = np.mod(out[:, k], m)
-    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -559,9 +547,8 @@ def _threshold_proposal(score: ScoreFn, cut_x: np.ndarray, cut_xp: np.ndarray, d
     fit = _calibrate(s_x, s_xp)
     if fit is None:
         return None
-    calibrated = CalibratedScore(score, *fit)
     cut = _smooth_cut(fit[0] * s_x + fit[1], fit[0] * s_xp + fit[1], delta, confidence, n_estimate)
-    return None if cut is None else ThresholdEvent(cut, ">=", name="score", score=calibrated)
+    return None if cut is None else ThresholdEvent(cut, ">=", name="score", score=CalibratedScore(score, *fit))
 
 
 # --------------------------------------------------------------------------------------
@@ -607,9 +594,8 @@ def _distinct_columns(views_x: np.ndarray, views_xp: np.ndarray) -> tuple[int, .
 
 def _propose_view(p: _Proposal) -> tuple[str, Event] | None:
     kind = resolve_kind(p.x, p.xp, p.score, "auto")
-    event = select_event(p.x, p.xp, p.columns, p.score, kind, delta=p.delta, confidence=p.confidence,
-                         n_estimate=p.n_estimate)
-    return kind, event
+    return kind, select_event(p.x, p.xp, p.columns, p.score, kind, delta=p.delta, confidence=p.confidence,
+                              n_estimate=p.n_estimate)
 
 
 def _g_pvalue(counts_x: np.ndarray, counts_xp: np.ndarray) -> float:
@@ -712,16 +698,19 @@ def _propose_logistic(p: _Proposal) -> tuple[str, Event] | None:
     return None if event is None else ("logistic-lr", event)
 
 
-def _low_cardinality(views_x: np.ndarray, views_xp: np.ndarray, distinct: Sequence[int]) -> list[tuple[int, int]]:
-    """``(column, modulus)`` of the pair candidates among the ``distinct`` columns: those with
-    few values, and residues mod 2 of the other integer ones (modulus 0: the column itself)."""
-    out: list[tuple[int, int]] = []
+def _low_cardinality(views_x: np.ndarray, views_xp: np.ndarray,
+                     distinct: Sequence[int]) -> list[tuple[int, int, np.ndarray]]:
+    """``(column, modulus, values)`` of the pair candidates among the ``distinct`` columns: those
+    with few values, and residues mod 2 of the other integer ones (modulus 0: the column
+    itself), with the sorted values (or residues) they take."""
+    out: list[tuple[int, int, np.ndarray]] = []
     for column in distinct:
         pooled = np.concatenate([views_x[:, column], views_xp[:, column]])
-        if np.unique(pooled).size <= _PAIR_MAX_VALUES:
-            out.append((int(column), 0))
+        values = np.unique(pooled)
+        if values.size <= _PAIR_MAX_VALUES:
+            out.append((int(column), 0, values))
         elif np.array_equal(pooled, np.round(pooled)):
-            out.append((int(column), 2))
+            out.append((int(column), 2, np.unique(np.mod(pooled, 2))))
     return out[:_PAIR_MAX_COLUMNS]
 
 
@@ -744,13 +733,8 @@ def _propose_pairs(p: _Proposal) -> tuple[str, Event] | None:
     candidates = _low_cardinality(rank_x, rank_xp, p.distinct)
     if len(candidates) < 2:
         return None
-    values, codes_x, codes_xp = [], [], []
-    for column, modulus in candidates:
-        pooled = np.concatenate([rank_x[:, column], rank_xp[:, column]])
-        vals = np.unique(pooled if not modulus else np.mod(pooled, modulus))
-        values.append(vals)
-        codes_x.append(_codes(rank_x, column, modulus, vals))
-        codes_xp.append(_codes(rank_xp, column, modulus, vals))
+    values = [vals for _, _, vals in candidates]
+    codes_x, codes_xp = ([_codes(views, c, m, vals) for c, m, vals in candidates] for views in (rank_x, rank_xp))
     best, best_pair = 0.0, None
     for a in range(len(candidates)):
         for b in range(a + 1, len(candidates)):
@@ -763,43 +747,32 @@ def _propose_pairs(p: _Proposal) -> tuple[str, Event] | None:
     if best_pair is None:
         return None
     a, b, counts_x, counts_xp = best_pair
-    event = _pair_event(p, candidates, values, (a, b), counts_x, counts_xp, cut_x, cut_xp)
+    event = _pair_event(p, candidates, (a, b), counts_x, counts_xp, cut_x, cut_xp)
     return None if event is None else ("pairs", event)
 
 
-def _pair_event(p: _Proposal, candidates: list[tuple[int, int]], values: list[np.ndarray], pair: tuple[int, int],
+def _pair_event(p: _Proposal, candidates: list[tuple[int, int, np.ndarray]], pair: tuple[int, int],
                 counts_x: np.ndarray, counts_xp: np.ndarray, cut_x: np.ndarray, cut_xp: np.ndarray
                 ) -> OutcomeSetEvent | None:
     """The cells of the pair with the largest likelihood ratios (ranked on the ranking half),
     as many as the selection criterion on the cut half prefers, reduced to the columns
     membership depends on."""
-    a, b = pair
-    log_ratio = np.log((counts_x + 0.5) / (counts_x.sum() + 1)) - np.log((counts_xp + 0.5) / (counts_xp.sum() + 1))
-    order = np.argsort(-log_ratio, kind="stable")
-    ends = np.flatnonzero(log_ratio[order][:-1] > log_ratio[order][1:])
-    if ends.size == 0:
-        return None
-    rank_of = np.empty(order.size, dtype=np.intp)
-    rank_of[order] = np.arange(order.size)
-    prefix = []
+    (ca, ma, va), (cb, mb, vb) = (candidates[k] for k in pair)
+    cells = []
     for views in (cut_x, cut_xp):
-        (ca, ma), (cb, mb) = candidates[a], candidates[b]
-        code_a, code_b = _codes(views, ca, ma, values[a]), _codes(views, cb, mb, values[b])
-        known = (code_a < values[a].size) & (code_b < values[b].size)
-        cell = code_a[known] * values[b].size + code_b[known]
-        per_rank = np.bincount(rank_of[cell], minlength=order.size)
-        prefix.append(np.cumsum(per_rank)[ends])
-    n_x, n_xp = len(cut_x), len(cut_xp)
-    alpha = _selection_alpha(p.confidence, ends.size, min(n_x, n_xp), p.n_estimate)
-    criterion = _selection_criterion(prefix[0], n_x, prefix[1], n_xp, p.delta, alpha)
-    mask = np.zeros(order.size, dtype=bool)
-    mask[order[: ends[int(np.argmax(criterion))] + 1]] = True
-    grid = np.array([(va, vb) for va in values[a] for vb in values[b]], dtype=float)
+        code_a, code_b = _codes(views, ca, ma, va), _codes(views, cb, mb, vb)
+        known = (code_a < va.size) & (code_b < vb.size)
+        cells.append(code_a[known] * vb.size + code_b[known])
+    mask = _best_prefix(counts_x, counts_xp, cells[0], len(cut_x), cells[1], len(cut_xp), p.delta, p.confidence,
+                        p.n_estimate)
+    if mask is None:
+        return None
+    grid = np.array([(u, v) for u in va for v in vb], dtype=float)
     kept = _reduce_columns(grid, mask)
     chosen = frozenset(tuple(float(v) for v in row) for row in grid[mask][:, kept])
-    cols = [candidates[(a, b)[k]] for k in kept]
-    return OutcomeSetEvent(tuple(p.columns[c] for c, _ in cols), tuple(c for c, _ in cols), chosen,
-                           moduli=tuple(m for _, m in cols))
+    cols = [candidates[pair[k]] for k in kept]
+    return OutcomeSetEvent(tuple(p.columns[c] for c, _, _ in cols), tuple(c for c, _, _ in cols), chosen,
+                           moduli=tuple(m for _, m, _ in cols))
 
 
 def _tree_features(views_x: np.ndarray, views_xp: np.ndarray, columns: Sequence[str], distinct: Sequence[int]
@@ -985,16 +958,16 @@ def _held_out_forecaster(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, 
     the view rule's included, is then forecast the same way. The values and their
     calibration are computed once, whatever the number of levels asked.
     """
-    if not isinstance(event, ThresholdEvent):
+    fit = None
+    if isinstance(event, ThresholdEvent):
+        # The values once per row (a tree ensemble's score is the costly part of the pick).
+        v_x, v_xp = event.values(hold_x), event.values(hold_xp)
+        in_x, in_xp = event.holds(v_x), event.holds(v_xp)
+        sign = 1.0 if event.op in (">=", ">") else -1.0
+        fit = _calibrate(sign * v_x, sign * v_xp)
+    else:
         in_x, in_xp = event.contains(hold_x), event.contains(hold_xp)
-        se = _forecast_se(in_x, in_xp, delta)
-        return lambda alpha, confidence: (_plain_forecast(in_x, in_xp, delta, alpha), se)
-    # The values once per row (a tree ensemble's score is the costly part of the pick).
-    v_x, v_xp = event.values(hold_x), event.values(hold_xp)
-    in_x, in_xp = event.holds(v_x), event.holds(v_xp)
     se = _forecast_se(in_x, in_xp, delta)
-    sign = 1.0 if event.op in (">=", ">") else -1.0
-    fit = _calibrate(sign * v_x, sign * v_xp)
     if fit is None:
         return lambda alpha, confidence: (_plain_forecast(in_x, in_xp, delta, alpha), se)
     l_x, l_xp = (np.clip(fit[0] * sign * v + fit[1], -30, 30) for v in (v_x, v_xp))

@@ -168,18 +168,6 @@ PROTOCOLS: dict[str, HeadlineProtocol] = {
 DEFAULT_PROTOCOLS: tuple[str, ...] = tuple(k for k in PROTOCOLS if k != "secure_sum_skellam")
 
 
-def _check_study(ns: list[int], t: int, trials: int, min_trials: int, keys: list[str]) -> None:
-    if not ns or min(ns) < 2:
-        raise ParameterError(f"ns must be a non-empty list of party counts >= 2 (got {ns})")
-    if t < 0:
-        raise ParameterError(f"t must be >= 0 (got {t})")
-    if trials < 1 or min_trials < 1:
-        raise ParameterError(f"trials must be >= 1 (got {trials})")
-    unknown = [k for k in keys if k not in PROTOCOLS]
-    if unknown or not keys:
-        raise ParameterError(f"protocols must be a non-empty selection of {', '.join(PROTOCOLS)} (got {keys})")
-
-
 def headline_study(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trials: int = 200, seed: int = 0, *,
                    max_party_trials: int = MAX_PARTY_TRIALS, min_trials: int = 50, include_ck: bool = True,
                    protocols: Sequence[str] | None = None,
@@ -278,7 +266,14 @@ def _study_setting(ns: Sequence[int], t: int, trials: int, min_trials: int, incl
     keys = list(DEFAULT_PROTOCOLS) if protocols is None else [str(k) for k in protocols]
     if not include_ck:
         keys = [k for k in keys if k != "ck_sum"]
-    _check_study(ns, t, trials, min_trials, keys)
+    if not ns or min(ns) < 2:
+        raise ParameterError(f"ns must be a non-empty list of party counts >= 2 (got {ns})")
+    if t < 0:
+        raise ParameterError(f"t must be >= 0 (got {t})")
+    if trials < 1 or min_trials < 1:
+        raise ParameterError(f"trials must be >= 1 (got {trials})")
+    if not keys or any(k not in PROTOCOLS for k in keys):
+        raise ParameterError(f"protocols must be a non-empty selection of {', '.join(PROTOCOLS)} (got {keys})")
     return ns, keys
 
 
@@ -330,10 +325,8 @@ def _lines_per_party(ax: Any, data: dict[str, Any]) -> None:
     """Vertical lines at (t+1)/4 and (t+1)/2 messages per party, for each t of the study."""
     for k, tn in enumerate(sorted(set(data["t"]))):
         suffix = f" (t={tn})" if len(set(data["t"])) > 1 else ""
-        ax.axvline((tn + 1) / 4, ls=":", color="k", lw=1, label="(t+1)/4: below, lonely parties" + suffix
-                   if k == 0 else None)
-        ax.axvline((tn + 1) / 2, ls="--", color="k", lw=1, label="(t+1)/2: Chor–Kushilevitz" + suffix
-                   if k == 0 else None)
+        for share, ls, label in ((4, ":", "(t+1)/4: below, lonely parties"), (2, "--", "(t+1)/2: Chor–Kushilevitz")):
+            ax.axvline((tn + 1) / share, ls=ls, color="k", lw=1, label=label + suffix if k == 0 else None)
 
 
 def _format(ax: Any, xlabel: str, ylabel: str, title: str) -> None:
@@ -366,11 +359,9 @@ def plot_headline(path: str | Path, data: dict[str, Any]) -> None:
     >>> f = os.path.join(tempfile.mkdtemp(), "h.png"); plot_headline(f, d); os.path.getsize(f) > 0
     True
     """
-    import matplotlib
+    from privsim.analysis.plots import _pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     ns = np.asarray(data["ns"], dtype=float)
     eps = data["epsilon"]
     ts = sorted(set(data["t"]))
@@ -415,17 +406,14 @@ def load_headline_scenario(path: str | Path) -> dict[str, Any]:
     p = spec.source
     if spec.protocol != "headline":
         raise ParameterError(f"{p}: protocol must be \"headline\" (got {spec.protocol!r})")
-    data = {"ns": spec.extra.get("ns"), "params": spec.params, "t": spec.t, "trials": spec.trials,
-            "seed": spec.seed}
-    ns = data.get("ns")
+    ns = spec.extra.get("ns")
     if not isinstance(ns, list) or not ns or not all(isinstance(v, int) and v >= 2 for v in ns):
         raise ParameterError(f"{p}: ns must be a non-empty list of integers >= 2 (got {ns!r})")
-    params = dict(data.get("params", {}))
-    unknown = set(params) - {"epsilon"}
+    unknown = set(spec.params) - {"epsilon"}
     if unknown:
         raise ParameterError(f"{p}: unknown parameter {sorted(unknown)[0]!r} in [params] (allowed: epsilon)")
-    return {"ns": ns, "t": 5 if data["t"] is None else int(data["t"]), "trials": int(data["trials"]),
-            "seed": int(data["seed"] or 0), "epsilon": float(params.get("epsilon", 1.0))}
+    return {"ns": ns, "t": 5 if spec.t is None else int(spec.t), "trials": int(spec.trials),
+            "seed": int(spec.seed or 0), "epsilon": float(spec.params.get("epsilon", 1.0))}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,12 +18,13 @@ def _pyplot() -> Any:
     return plt
 
 
-def _save(fig: Any, path: str) -> None:
-    # Written next to the target, then renamed: an interrupted or failed save leaves no
-    # half-written figure (and no temporary file).
+def _save(plt: Any, fig: Any, path: str) -> None:
+    # Laid out, written next to the target, then renamed: an interrupted or failed save
+    # leaves no half-written figure (and no temporary file). Then the figure is closed.
     import os
     import tempfile
 
+    fig.tight_layout()
     folder, name = os.path.split(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=os.path.splitext(path)[1])
     os.close(fd)
@@ -36,6 +37,7 @@ def _save(fig: Any, path: str) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    plt.close(fig)
 
 
 def floor_text(value: float, digits: int = 3) -> str:
@@ -110,9 +112,7 @@ def plot_estimates(path: str, est: np.ndarray, truth: np.ndarray, title: str,
     ax.set_ylabel("trials per bin")
     ax.set_title(title)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_audit(path: str, views_x: np.ndarray, views_xp: np.ndarray, event: Any, title: str,
@@ -156,9 +156,7 @@ def plot_audit(path: str, views_x: np.ndarray, views_xp: np.ndarray, event: Any,
     if estimate:
         _estimate_panel(axes[0][1], estimate)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def _estimate_panel(ax: Any, estimate: dict[str, Any]) -> None:
@@ -211,6 +209,4 @@ def plot_series(path: str, released: np.ndarray, exact: np.ndarray, error_std: n
     right.set_ylim(bottom=0)
     right.legend()
     fig.suptitle(title)
-    fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
+    _save(plt, fig, path)

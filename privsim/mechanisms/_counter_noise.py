@@ -92,9 +92,7 @@ class CounterNoise:
         if sparse and trials is not None:
             raise ParameterError("sparse: counters read at their own steps need one instance (trials=None)")
         source = sketch_noise_kind(kind)
-        self.trials = trials
         self.cells = cells
-        self.kind = kind
         self._R = 1 if trials is None else trials
         # Dense: a read of a subset reads all counters, so FastGaMe keeps them in lockstep (one
         # history for all counters). Sparse: one release of all, then reads name a few.

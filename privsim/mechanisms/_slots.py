@@ -53,9 +53,6 @@ class SlotTable:
         prod = keys.astype(np.uint64) * np.uint64(_FIB)  # wraps mod 2^64, as intended
         return (prod >> np.uint64(64 - self._bits)).astype(np.int64)
 
-    def _home_one(self, key: int) -> int:
-        return ((key * _FIB) & _MASK64) >> (64 - self._bits)
-
     # -- vectorized ------------------------------------------------------------------
     def lookup(self, keys: NDArray[np.int64]) -> NDArray[np.int64]:
         """Slots of ``keys`` (-1 where a key is absent)."""
@@ -116,7 +113,7 @@ class SlotTable:
     # -- one key at a time (plain Python, for the scalar fast path) -------------------
     def lookup_one(self, key: int) -> int:
         """Slot of ``key`` or -1."""
-        pos = self._home_one(key)
+        pos = ((key * _FIB) & _MASK64) >> (64 - self._bits)  # _home in Python ints
         wrap = (1 << self._bits) - 1
         while True:
             found = int(self._keys[pos])

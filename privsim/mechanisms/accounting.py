@@ -89,8 +89,7 @@ def zcdp_to_approx_dp(rho: float, delta: float) -> float:
 def _tight_epsilon_at(rho: float, log_delta: float, alpha: float) -> float:
     # [CKS20] Prop. 12 with the Renyi bound D_alpha <= rho * alpha of rho-zCDP:
     # eps = alpha rho + ln(1 - 1/alpha) - (ln delta + ln alpha) / (alpha - 1)
-    return (alpha * rho + math.log1p(-1.0 / alpha)
-            - (log_delta + math.log(alpha)) / (alpha - 1.0))
+    return alpha * rho + math.log1p(-1.0 / alpha) - (log_delta + math.log(alpha)) / (alpha - 1.0)
 
 
 def _minimize_log_grid(f: Callable[[float], float], lo: float, hi: float) -> float:

@@ -66,21 +66,14 @@ _MAX_T = 1 << MAX_HEIGHT
 def _geom(log_p: NDArray[np.float64], n: float) -> NDArray[np.float64]:
     """sum_{i<n} p^i for p = exp(log_p) <= 1, without cancellation near p = 1."""
     log_p = np.asarray(log_p, dtype=np.float64)
-    out = np.full(log_p.shape, float(n))
-    inside = log_p < 0
-    lp = log_p[inside]
-    out[inside] = np.expm1(n * lp) / np.expm1(lp)
-    return out
+    return np.divide(np.expm1(n * log_p), np.expm1(log_p), out=np.full(log_p.shape, float(n)), where=log_p < 0)
 
 
 def _geom_sum(log_p: NDArray[np.float64], T: int) -> NDArray[np.float64]:
     """sum_{n<T} sum_{i<n} p^i = (T - G(p, T)) / (1 - p), T(T-1)/2 at p = 1."""
     log_p = np.asarray(log_p, dtype=np.float64)
-    out = np.full(log_p.shape, T * (T - 1) / 2.0)
-    inside = log_p < 0
-    lp = log_p[inside]
-    out[inside] = (T - _geom(lp, T)) / -np.expm1(lp)
-    return out
+    return np.divide(T - _geom(log_p, T), -np.expm1(log_p), out=np.full(log_p.shape, T * (T - 1) / 2.0),
+                     where=log_p < 0)
 
 
 def _pair(logs: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -382,11 +375,10 @@ class BLTNoise(NoiseSource):
         self.params = params if params is not None else optimize_blt(max(self.T, 2), buffers)
         self.d = self.params.psi.size
         self._log_phi = np.log1p(-self.params.psi)
-        self._phi = np.exp(self._log_phi)
         self._beta = self.params.beta
         self._log_pairs = _pair(self._log_phi)
         self._den = np.where(self._log_pairs < 0, np.expm1(self._log_pairs), 1.0)  # psi_0 = 0: phi_0 = 1
-        self._phi_sigma = self._phi * self._sigma
+        self._phi_sigma = np.exp(self._log_phi) * self._sigma
         self._state = StateTable(self.k, self.d + 1)  # X_1..X_d, then the last value
         self._factors: dict[int, NDArray[np.float64]] = {}
 

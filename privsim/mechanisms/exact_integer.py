@@ -157,8 +157,7 @@ def ddg_sum_law(s2: float, k: int, tail: float = TRUNCATION) -> IntegerLaw:
     circle = np.fft.irfft(power, N)
     pmf = np.clip(np.concatenate([circle[N // 2:], circle[:N // 2]]), 0.0, None)  # values -N/2 .. N/2 - 1
     weights = np.full(w.size, 2.0)
-    weights[0] = 1.0
-    weights[-1] = 1.0  # the Nyquist term appears once
+    weights[0] = weights[-1] = 1.0  # the zero and the Nyquist terms appear once
     r = float(weights @ err_hat) / N + _FFT_CONSTANT * u * math.log2(N) * float(np.sqrt(pmf @ pmf))
     z = np.abs(np.arange(-(N // 2), N // 2, dtype=float))
     v = k * s2
@@ -178,8 +177,7 @@ def skellam_law(mu: float, tail: float = TRUNCATION) -> IntegerLaw:
     K = 10
     while (out := float(2.0 * stats.skellam.sf(K, mu / 2, mu / 2))) > tail:  # the mass outside [-K, K]
         K *= 2
-    k = np.arange(-K, K + 1)
-    pmf = stats.skellam.pmf(k, mu / 2, mu / 2)
+    pmf = stats.skellam.pmf(np.arange(-K, K + 1), mu / 2, mu / 2)
     return IntegerLaw(-K, pmf, out, _SKELLAM_RELATIVE * pmf, True)
 
 

@@ -27,7 +27,9 @@ an int >= 0, a SeedSequence or a Generator); global random state is never touche
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
+from typing import Self
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -255,7 +257,31 @@ class PolynomialHash:
         return out
 
 
-class BucketHash:
+class _OfPolynomial:
+    """Functions of a :class:`PolynomialHash` batch (``polynomial``): its shape, sub-batches, equality."""
+
+    polynomial: PolynomialHash
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The batch shape of the functions."""
+        return self.polynomial.shape
+
+    def __getitem__(self, index: object) -> Self:
+        """The sub-batch ``index`` of the functions."""
+        obj = copy.copy(self)
+        obj.polynomial = self.polynomial[index]
+        return obj
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return vars(self) == vars(other)  # the polynomial, and the width of a BucketHash
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class BucketHash(_OfPolynomial):
     """Independent 2-wise independent bucket functions ``h(x) = ((a x + b) mod p) mod width``.
 
     Carter–Wegman with ``a, b`` uniform in ``Z_p``, ``p = 2**61 - 1``: for distinct
@@ -284,30 +310,12 @@ class BucketHash:
         self.width: int = _checks.integer("width", width, 1, 1 << 32)
         self.polynomial = PolynomialHash(2, shape, seed)
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The batch shape of the functions."""
-        return self.polynomial.shape
-
-    def __getitem__(self, index: object) -> BucketHash:
-        """The sub-batch ``index`` of the functions."""
-        obj = BucketHash.__new__(BucketHash)
-        obj.width, obj.polynomial = self.width, self.polynomial[index]
-        return obj
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BucketHash):
-            return NotImplemented
-        return self.width == other.width and self.polynomial == other.polynomial
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __call__(self, keys: ArrayLike) -> NDArray[np.intp]:
         """Buckets in ``[0, width)``; shapes broadcast as in :meth:`PolynomialHash.__call__`."""
         return (self.polynomial(keys) % np.uint64(self.width)).astype(np.intp)
 
 
-class SignHash:
+class SignHash(_OfPolynomial):
     """Independent 4-wise independent sign functions ``s(x) = 1 - 2 (g(x) mod 2)``.
 
     ``g`` is a degree-3 polynomial over ``Z_p``, ``p = 2**61 - 1``, so the signs of any
@@ -330,24 +338,6 @@ class SignHash:
 
     def __init__(self, shape: int | Sequence[int], seed: SeedLike = None) -> None:
         self.polynomial = PolynomialHash(4, shape, seed)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The batch shape of the functions."""
-        return self.polynomial.shape
-
-    def __getitem__(self, index: object) -> SignHash:
-        """The sub-batch ``index`` of the functions."""
-        obj = SignHash.__new__(SignHash)
-        obj.polynomial = self.polynomial[index]
-        return obj
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SignHash):
-            return NotImplemented
-        return self.polynomial == other.polynomial
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __call__(self, keys: ArrayLike) -> NDArray[np.int8]:
         """Signs in ``{-1, +1}`` (int8); shapes broadcast as in :meth:`PolynomialHash.__call__`."""

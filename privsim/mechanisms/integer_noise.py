@@ -197,10 +197,6 @@ def _candidates(rng: np.random.Generator, sigma2: float, t: int,
     return np.where(negative, -x, x), accept
 
 
-def _first_accepted(y: np.ndarray, accept: np.ndarray) -> np.ndarray:
-    return np.take_along_axis(y, np.argmax(accept, axis=-1)[..., None], axis=-1)[..., 0]
-
-
 def _candidates_per_output(sigma2: float) -> int:
     """K with Pr[all K candidates rejected] <= 2^-_MISS_LOG2 (the acceptance times Pr[not -0])."""
     t = _proposal_scale(sigma2)
@@ -253,12 +249,10 @@ def discrete_gaussian_sample(rng: np.random.Generator, sigma2: float, size: Any 
     sigma2 = _checks.positive("sigma2", sigma2, scalar=True)
     size = _checks.shape("size", size)
     t = _proposal_scale(sigma2)
-    per_output = _candidates_per_output(sigma2)
-    y, accept = _candidates(rng, sigma2, t, (*size, per_output))
+    y, accept = _candidates(rng, sigma2, t, (*size, _candidates_per_output(sigma2)))
     seeds = np.asarray(rng.integers(0, 2**63 - 1, size=size, dtype=np.int64))
-    out = _first_accepted(y, accept)
-    missing = ~accept.any(axis=-1)
-    for index in zip(*np.nonzero(missing)):  # probability <= 2^-17 per output
+    out = np.take_along_axis(y, np.argmax(accept, axis=-1)[..., None], axis=-1)[..., 0]  # the first accepted
+    for index in zip(*np.nonzero(~accept.any(axis=-1))):  # none accepted: probability <= 2^-17 per output
         local = np.random.default_rng(int(seeds[index]))
         while True:
             yy, ok = _candidates(local, sigma2, t, (1,))

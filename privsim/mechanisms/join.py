@@ -354,8 +354,7 @@ class JoinSizeEstimator:
             return self._row_inner
         if self._refresh == "all":  # every counter's tree release at this step
             np.add(self._counts, self._noise.at(self._t), out=self._noisy)
-        shape = (self._noisy.shape[0], 2, self._rows, self._width)
-        table = self._noisy.reshape(shape)
+        table = self._noisy.reshape(-1, 2, self._rows, self._width)
         self._row_inner = np.einsum("rij,rij->ri", table[:, 0], table[:, 1])
         self._read_at = self._t
         return self._row_inner

@@ -70,12 +70,8 @@ __all__ = [
 ]
 
 
-def _size(size: Any) -> tuple[int, ...]:
-    return _checks.shape("size", size)
-
-
 def _default_size(value: ArrayLike, size: Any) -> tuple[int, ...]:
-    return tuple(np.shape(value)) if size is None else _size(size)
+    return tuple(np.shape(value)) if size is None else _checks.shape("size", size)
 
 
 def _shares(m: Any) -> int:
@@ -485,9 +481,8 @@ def laplace_share(rng: np.random.Generator, b: ArrayLike, m: int, size: Any) -> 
     (1000,)
     """
     b = _checks.positive("b", b)
-    m = _shares(m)
-    size = _size(size)
-    shape = 1.0 / m
+    shape = 1.0 / _shares(m)
+    size = _checks.shape("size", size)
     if hasattr(rng, "successive"):  # a party's or a cohort's streams: the two draws in one call, the same values
         pair = rng.successive(2, "gamma", shape, b, size=size)
         return pair[0] - pair[1]
@@ -525,8 +520,7 @@ def gaussian_share(rng: np.random.Generator, sigma2: ArrayLike, m: int, size: An
     (3,)
     """
     sigma2 = _checks.positive("sigma2", sigma2)
-    m = _shares(m)
-    return rng.normal(0.0, np.sqrt(sigma2 / m), size=_size(size))
+    return rng.normal(0.0, np.sqrt(sigma2 / _shares(m)), size=_checks.shape("size", size))
 
 
 def discrete_laplace_share(rng: np.random.Generator, b: ArrayLike, m: int, size: Any) -> NDArray[np.int64]:
@@ -566,10 +560,9 @@ def discrete_laplace_share(rng: np.random.Generator, b: ArrayLike, m: int, size:
     dtype('int64')
     """
     b = _checks.positive("b", b)
-    m = _shares(m)
-    size = _size(size)
+    shape = 1.0 / _shares(m)
+    size = _checks.shape("size", size)
     success = -np.expm1(-1.0 / np.asarray(b, dtype=np.float64))  # 1 - a, accurate for big b
-    shape = 1.0 / m
     first = rng.negative_binomial(shape, success, size=size)
     second = rng.negative_binomial(shape, success, size=size)
     return np.asarray(first, dtype=np.int64) - np.asarray(second, dtype=np.int64)
@@ -602,8 +595,7 @@ def laplace_shares_variance(b: ArrayLike, m: int, count: int) -> Any:
     >>> laplace_shares_variance(1.0, 8, 10)
     2.5
     """
-    b = _checks.positive("b", b)
-    return 2.0 * b**2 * _count(count) / _shares(m)  # Var Gamma(k, b) = k b^2, twice
+    return 2.0 * _checks.positive("b", b) ** 2 * _count(count) / _shares(m)  # Var Gamma(k, b) = k b^2, twice
 
 
 def gaussian_shares_variance(sigma2: ArrayLike, m: int, count: int) -> Any:
@@ -630,8 +622,7 @@ def gaussian_shares_variance(sigma2: ArrayLike, m: int, count: int) -> Any:
     >>> gaussian_shares_variance(2.0, 4, 6)
     3.0
     """
-    sigma2 = _checks.positive("sigma2", sigma2)
-    return sigma2 * _count(count) / _shares(m)
+    return _checks.positive("sigma2", sigma2) * _count(count) / _shares(m)
 
 
 def discrete_laplace_shares_variance(b: ArrayLike, m: int, count: int) -> Any:

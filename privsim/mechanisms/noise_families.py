@@ -227,9 +227,10 @@ def _integral(sensitivity: float) -> int | None:
     return int(d) if d >= 1 and math.isclose(d, sensitivity, rel_tol=0, abs_tol=1e-9) else None
 
 
-def _exact_or_published(exact: float, published: Privacy | None, delta: float) -> Privacy:
-    """The exact (epsilon, delta) claim with the published bound beside it; the published one
+def _exact_or_published(law: Any, sensitivity: float, published: Privacy | None, delta: float) -> Privacy:
+    """The exact (epsilon, delta) claim of ``law`` with the published bound beside it; the published one
     if the exact computation (its tail and round-off bounds added) came out above it."""
+    exact = exact_integer.exact_epsilon(law, _integral(sensitivity), delta)
     if published is not None and published.epsilon_at(delta) is not None and published.epsilon_at(delta) <= exact:
         return published
     return Privacy(exact, delta).with_paper(published)
@@ -299,9 +300,7 @@ class DiscreteGaussianShares(NoiseFamily):
             assert published is not None  # the zCDP calibration keeps s2 >= 1/4
             blanket = Privacy.zcdp(integer_noise.ddg_rho(s2, m, self.sensitivity), delta=self.delta)
             return published.with_paper(blanket)
-        D = _integral(self.sensitivity)
-        exact = exact_integer.exact_epsilon(exact_integer.ddg_sum_law(s2, honest), D, self.delta)
-        return _exact_or_published(exact, published, self.delta)
+        return _exact_or_published(exact_integer.ddg_sum_law(s2, honest), self.sensitivity, published, self.delta)
 
 
 @dataclass(frozen=True)
@@ -347,9 +346,7 @@ class SkellamShares(NoiseFamily):
         published = Privacy(integer_noise.skellam_epsilon(variance, self.delta, self.sensitivity), self.delta)
         if not self.exact:
             return published
-        exact = exact_integer.exact_epsilon(exact_integer.skellam_law(variance), _integral(self.sensitivity),
-                                            self.delta)
-        return _exact_or_published(exact, published, self.delta)
+        return _exact_or_published(exact_integer.skellam_law(variance), self.sensitivity, published, self.delta)
 
 
 def _ddg_counts(m: int, honest: int) -> range:

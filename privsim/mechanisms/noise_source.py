@@ -348,12 +348,10 @@ class StateTable:
     def grow(self, extra: int) -> None:
         need = self.size + extra
         if need > self.last.shape[0]:
-            cap = max(need, 2 * self.last.shape[0], 4)
-            self.last = np.concatenate([self.last, np.zeros(cap - self.last.shape[0], np.int64)])
-            self.mask = np.concatenate([self.mask, np.zeros(cap - self.mask.shape[0], np.int64)])
-            data = np.zeros((cap, self.width), dtype=np.float64)
-            data[: self.size] = self.data[: self.size]
-            self.data = data
+            more = max(need, 2 * self.last.shape[0], 4) - self.last.shape[0]  # rows past size are all zeros
+            self.last = np.pad(self.last, (0, more))
+            self.mask = np.pad(self.mask, (0, more))
+            self.data = np.pad(self.data, ((0, more), (0, 0)))
         self.size = need
 
     def slot(self, coord: int) -> int:

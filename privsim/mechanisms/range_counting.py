@@ -144,8 +144,7 @@ def dyadic_boxes(lo: ArrayLike, hi: ArrayLike, B: int) -> tuple[NDArray[np.int64
         )
     per_dim = [dyadic_intervals(a, b, B) for a, b in zip(lo_a.tolist(), hi_a.tolist(), strict=True)]
     boxes = list(itertools.product(*per_dim))
-    d = lo_a.shape[0]
-    arr = np.array(boxes, dtype=np.int64).reshape(len(boxes), d, 2)
+    arr = np.array(boxes, dtype=np.int64).reshape(len(boxes), lo_a.shape[0], 2)
     return arr[:, :, 0].copy(), arr[:, :, 1].copy()
 
 
@@ -265,7 +264,6 @@ class RangeCounter:
         self._key_weights = self._B ** np.arange(self._d, dtype=np.int64)
         self._t = 0
         self._released = False
-        self._tree: CounterNoise | None
         self._box: tuple[tuple, NDArray, NDArray, NDArray] | None = None
         kind = sketch_noise_kind(noise, calibration)
         self._kind, self._calibration = noise, calibration
@@ -278,7 +276,7 @@ class RangeCounter:
             self._sigma2 = sensitivity2 / (2.0 * self._rho)  # Theorem D.2: s^2 = r L^d / (2 rho)
             rng = np.random.Generator(np.random.PCG64(noise_seed))
             self._noise = np.sqrt(self._sigma2) * rng.standard_normal(shape)
-            self._tree = None
+            self._tree: CounterNoise | None = None
         else:
             self._h = tree_height(T, minimum=2)
             self._T = 1 << self._h

@@ -57,15 +57,12 @@ def modpow(base: Any, exp: Any, p: int = PRIME) -> np.ndarray:
     >>> modpow(np.array([3, 7]), np.array([4, 2]), 11).tolist()
     [4, 5]
     """
-    base = np.asarray(base, dtype=np.int64) % p
-    exp = np.array(exp, dtype=np.int64)
-    base, exp = np.broadcast_arrays(base, exp)
-    base, exp = base.copy(), exp.copy()
+    base, exp = np.broadcast_arrays(np.asarray(base, dtype=np.int64) % p, np.asarray(exp, dtype=np.int64))
     out = np.ones_like(base)
     while exp.any():
         out = np.where(exp & 1, out * base % p, out)
         base = base * base % p
-        exp >>= 1
+        exp = exp >> 1
     return out
 
 

@@ -135,8 +135,7 @@ def rr_keep_probability(eps0: float) -> float:
 
 def _binomial_rows(counts: np.ndarray, p: float, width: int) -> np.ndarray:
     """Row u: the pmf of Bin(counts[u], p) on 0..width-1."""
-    k = np.arange(width)
-    return stats.binom.pmf(k[None, :], counts[:, None], p)
+    return stats.binom.pmf(np.arange(width)[None, :], counts[:, None], p)
 
 
 @lru_cache(maxsize=64)

@@ -254,8 +254,7 @@ class CountSketch:
         """
         k = np.asarray(keys)
         buckets, signs = self._hashes(k.ravel())
-        table = self._release()
-        values = np.take_along_axis(table, buckets, axis=1) * signs
+        values = np.take_along_axis(self._release(), buckets, axis=1) * signs
         return values.reshape((self._rows, *k.shape))
 
     def estimate(self, keys: ArrayLike) -> NDArray[np.float64]:

@@ -169,12 +169,7 @@ def _levels(w: int, h: int) -> list[int]:
 
     With h = 0 the root is both the bottom of the stack and the leaf: [0] once queried.
     """
-    levels, w = [], w & ((1 << h) - 1) if h else w
-    while w:
-        low = w & -w
-        levels.append(low.bit_length() - 1)
-        w ^= low
-    return levels
+    return [j for j in range(max(h, 1)) if (w >> j) & 1]
 
 
 def _mask(levels: list[int], h: int) -> int:
@@ -289,7 +284,8 @@ class _LaplaceNodes(_Tree):
 class _PathTree(_Tree):
     """Node noises drawn the first time a query needs them, kept in a dict (O(log T) per value)."""
 
-    def _setup_nodes(self) -> None:
+    def __init__(self, T: int, k: int, seed: SeedLike | TrialRNG, *, trials: bool) -> None:
+        super().__init__(T, k, seed, trials=trials)
         # Key: (coordinate, heap index of the node); the node at level j on the path to
         # leaf b has heap index 2^j + (b >> (h - j)), the root is 1.
         self._nodes: dict[tuple[int, int], float] = {}
@@ -393,7 +389,6 @@ class GaussianTree(_GaussianNodes, _PathTree):
 
     def __init__(self, T: int, sigma2: float, k: int = 1, seed: SeedLike = None) -> None:
         super().__init__(T, sigma2, k, seed, trials=False)
-        self._setup_nodes()
 
     def _draw_node(self) -> float:
         return self._sigma * self._normal1()
@@ -424,7 +419,6 @@ class LaplaceTree(_LaplaceNodes, _PathTree):
 
     def __init__(self, T: int, scale: float, k: int = 1, seed: SeedLike = None) -> None:
         super().__init__(T, scale, k, seed, trials=False)
-        self._setup_nodes()
 
     def _draw_node(self) -> float:
         return float(self._rng.laplace(0.0, self.scale))
@@ -449,7 +443,8 @@ class _LazyTree(_Tree):
     parts = 1
     _lock: _Lockstep | None = None
 
-    def _setup_state(self) -> None:
+    def __init__(self, T: int, k: int, seed: SeedLike | TrialRNG, *, trials: bool) -> None:
+        super().__init__(T, k, seed, trials=trials)
         width = self.parts * (self.h + 1)
         self._state = StateTable(self.k, width)
         # k = 1: the one coordinate's row, valid levels below h (ascending) and last query
@@ -467,7 +462,7 @@ class _LazyTree(_Tree):
         """Bytes of per-coordinate state (grows with queried coordinates, not with k)."""
         if self.k == 1:
             return 8 * (len(self._row) + 2)
-        return self._state.nbytes + (0 if self._lock is None else self._lock.nbytes)
+        return self._state.nbytes + (0 if self._lock is None else self._lock.P.nbytes)
 
     def noise_steps(self, times: ArrayLike, coord: int | None = None) -> NDArray[np.float64]:
         """The noise of one coordinate at many steps: ``noise(t, coord)`` for each t, in one call.
@@ -657,8 +652,12 @@ class _LazyTree(_Tree):
         """Alg. 1 l.15-31 for coordinates whose last query was before t."""
         h = self.h
         w = self._state.mask[slots]
-        if last.min() == last.max() and (w == w[0]).all():
-            self._advance_together(flat, slots, base, int(last[0]), int(w[0]), t)
+        if last.min() == last.max() and (w == w[0]).all():  # one history (a protocol's trials): scalar levels
+            m_, a_, c_, new_w = _shared_level(int(w[0]), int(last[0]), t, h)
+            if a_ != m_:
+                self._bridge_many(flat, base, a_, m_, c_)  # type: ignore[arg-type]
+            self._tail_many(flat, base, m_)  # type: ignore[arg-type]
+            self._state.mask[slots] = new_w
             return
         m = h - _bit_length((last - 1) ^ (t - 1))
         gap = np.flatnonzero(((w >> m) & 1) == 0)
@@ -669,15 +668,6 @@ class _LazyTree(_Tree):
             self._bridge_many(flat, base[gap], a, mg, _bit_length(above & -above) - 1)
         self._tail_many(flat, base, m)
         self._state.mask[slots] = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)
-
-    def _advance_together(self, flat: NDArray[np.float64], slots: NDArray[np.int64], base: NDArray[np.int64],
-                          last: int, w: int, t: int) -> None:
-        """_advance when every coordinate has the same history (a protocol's trials): scalar levels."""
-        m, a, c, new_w = _shared_level(w, last, t, self.h)
-        if a != m:
-            self._bridge_many(flat, base, a, m, c)  # type: ignore[arg-type]
-        self._tail_many(flat, base, m)  # type: ignore[arg-type]
-        self._state.mask[slots] = new_w
 
 
 class _Lockstep:
@@ -695,12 +685,7 @@ class _Lockstep:
     def __init__(self, h: int, sigma: float, k: int) -> None:
         self.h, self.sigma, self.k = h, sigma, k
         self.P = np.zeros((h + 1, k))  # P[j, i]: the prefix sum at level j of coordinate i
-        self.last = 0
-        self.mask = 0
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.P.nbytes)
+        self.last = self.mask = 0
 
     def read(self, t: int, normals: Callable[[int], NDArray[np.float64]]) -> NDArray[np.float64]:
         """The noise of every coordinate at step t (row h of P: copy it before the next read)."""
@@ -792,7 +777,6 @@ class FastGaMe(_GaussianNodes, _LazyTree):
     def __init__(self, T: int, sigma2: float, k: int = 1, seed: SeedLike | TrialRNG = None, *,
                  lockstep: bool = True) -> None:
         super().__init__(T, sigma2, k, seed, trials=True)
-        self._setup_state()
         self._lockstep = bool(lockstep)
         self._sqrt_int = np.sqrt(np.arange(self.h + 1))  # sqrt(h - m), indexed by h - m
         self._tail_sd = [self._sigma * r for r in self._sqrt_int.tolist()]  # sd of P_h - P_m, by h - m
@@ -985,7 +969,6 @@ class LaplaceFastGaMe(_LaplaceNodes, _LazyTree):
 
     def __init__(self, T: int, scale: float, k: int = 1, seed: SeedLike | TrialRNG = None) -> None:
         super().__init__(T, scale, k, seed, trials=True)
-        self._setup_state()
         self._neg = self.h + 1  # column offset of the negative walk
 
     def _value(self, flat: NDArray[np.float64], base: _I) -> _F:

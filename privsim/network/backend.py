@@ -96,9 +96,6 @@ class AsyncioNetwork(SyncNetwork):
         super().__init__(*args, **kwargs)
         self._lot = AsyncioParkingLot()  # the one event-loop primitive SyncNetwork uses
 
-    def _progress(self) -> tuple[int, int, int]:
-        return (self.round, self._arrived, len(self._done))
-
     async def watchdog(self) -> None:
         """Raise :class:`~privsim.errors.DeadlockError` when the parties not at the barrier stop making progress.
 
@@ -112,12 +109,13 @@ class AsyncioNetwork(SyncNetwork):
         idle, last = 0, None
         while self._live:
             await asyncio.sleep(0)
-            now = self._progress()
+            now = (self.round, self._arrived, len(self._done))
             idle = idle + 1 if now == last else 0
             last = now
             if idle >= IDLE_ITERATIONS:
                 self.check_stuck()
                 idle = 0
+
 
 def network_class(backend: str) -> type[SyncNetwork]:
     """The network class of ``backend``.
@@ -126,4 +124,3 @@ def network_class(backend: str) -> type[SyncNetwork]:
     ('AsyncioNetwork', 'SyncNetwork')
     """
     return AsyncioNetwork if check_backend(backend) == "asyncio" else SyncNetwork
-

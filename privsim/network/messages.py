@@ -198,9 +198,7 @@ class CohortInbox:
     __slots__ = ("k", "trials", "entries")
 
     def __init__(self, k: int, trials: int, entries: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
-        self.k = k
-        self.trials = trials
-        self.entries = entries
+        self.k, self.trials, self.entries = k, trials, entries
 
     def __bool__(self) -> bool:
         return bool(self.entries)

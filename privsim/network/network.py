@@ -104,12 +104,9 @@ class SyncNetwork:
 
     def __init__(self, schedule: Schedule, trials: int, record: str | Container | None = "all",
                  on_round: Any = None) -> None:
-        self.schedule = schedule
-        self.trials = trials
-        self.record = record
+        self.schedule, self.trials, self.record = schedule, trials, record
         self.round = 1
-        self.messages = 0
-        self.bits = 0
+        self.messages = self.bits = 0
         #: The last round in which a message was sent.
         self.rounds_used = 0
         #: Per round: receiver -> Inbox (sender -> value), as recorded.
@@ -117,8 +114,7 @@ class SyncNetwork:
         self._ids: list[Any] = []  # the tasks: own-task party ids, then cohort keys
         self._outboxes: dict[int | str, Outbox] = {}
         self._cohorts: dict[Any, _Cohort] = {}
-        self._live = 0
-        self._arrived = 0
+        self._live = self._arrived = 0
         self._waiting: set[int | str] = set()
         self._done: set[int | str] = set()
         self._ended: set[int | str] = set()  # parties that called end_round at least once
@@ -187,21 +183,18 @@ class SyncNetwork:
             _warn(f"party {who} called end_round() for round {r}, after the schedule's last round "
                   f"({self.schedule.rounds}) while other parties had finished: one end_round() per round "
                   "(a second call ends a round nobody takes part in)")
-        receivers = self.schedule.receivers
-        keep = self.record
-        trials = self.trials
+        receivers, keep, trials = self.schedule.receivers, self.record, self.trials
         boxes: dict[int | str, dict] = {}  # plain dicts while filling; read-only Inboxes below
         for sender, outbox in self._outboxes.items():
             if not outbox.to:
                 exp = receivers(r, sender)
                 if exp:
-                    self._violation(f"round {r}: party {sender} did not send its scheduled message "
-                                    f"to party {exp[0]} (round {r}, sender {sender}, receiver {exp[0]})")
+                    check_outbox(r, sender, [], exp)  # names the first receiver it owed a message
                 continue
             tos, vals, bits = outbox.take()
             exp = receivers(r, sender)
             if tos != exp:
-                self._check_out_of_order(r, sender, tos, exp)
+                check_outbox(r, sender, tos, exp)
             for to, v in zip(tos, vals):
                 box = boxes.get(to)
                 if box is None:
@@ -309,12 +302,6 @@ class SyncNetwork:
         for s in ids.tolist():
             check_outbox(r, s, tos.get(s, []), self.schedule.receivers(r, s))
 
-    def _check_out_of_order(self, r: int, sender: int | str, tos: list, exp: list) -> None:
-        check_outbox(r, sender, tos, exp)
-
-    def _violation(self, msg: str) -> None:
-        raise ScheduleViolation(msg)
-
     def _finish(self) -> None:
         # All parties have returned: flush what was sent after the last barrier, then make
         # sure no later scheduled round was skipped.
@@ -323,8 +310,8 @@ class SyncNetwork:
         for r in range(self.round, self.schedule.rounds + 1):
             for s, ds in self.schedule.senders_in(r).items():
                 if ds:
-                    self._violation(f"round {r}: party {s} did not send its scheduled message to party "
-                                    f"{ds[0]} (round {r}, sender {s}, receiver {ds[0]}); it had finished")
+                    raise ScheduleViolation(f"round {r}: party {s} did not send its scheduled message to party "
+                                            f"{ds[0]} (round {r}, sender {s}, receiver {ds[0]}); it had finished")
 
     async def watchdog(self) -> None:
         """Detect parties that can never reach the barrier (all other tasks blocked)."""

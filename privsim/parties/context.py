@@ -65,7 +65,7 @@ class PartyContext:
     """
 
     __slots__ = ("id", "n", "t", "trials", "input", "_net", "_outbox", "_rng", "_rng_factory", "_output",
-                 "_has_output", "_output_round", "_done_round")
+                 "_output_round", "_done_round")
 
     def __init__(self, pid: int | str, n: int, t: int, trials: int, input: np.ndarray | None,
                  net: PartyNetwork, rng_factory: Any, outbox: Outbox | None = None) -> None:
@@ -79,7 +79,6 @@ class PartyContext:
         self._rng: TrialRNG | None = None
         self._rng_factory = rng_factory
         self._output: Any = None
-        self._has_output = False
         self._output_round: int | None = None
         self._done_round: int | None = None  # the round in which the routine returned
 
@@ -145,7 +144,6 @@ class PartyContext:
             self._fail(f"output a second time (the first was in round {self._output_round})",
                        "one ctx.output(...) per party", "a second one")
         self._output = freeze(value)
-        self._has_output = True
         self._output_round = self.round
     # ------------------------------------------------------------------ less ceremony
     async def idle(self, rounds: int = 1) -> None:

@@ -38,14 +38,8 @@ def block_range(trials: int, block_offset: int = 0) -> list[tuple[int, int, int]
     >>> block_range(2500)
     [(0, 0, 1024), (1, 1024, 2048), (2, 2048, 2500)]
     """
-    out = []
-    start = 0
-    b = block_offset
-    while start < trials:
-        stop = min(trials, start + TRIAL_BLOCK)
-        out.append((b, start, stop))
-        start, b = stop, b + 1
-    return out
+    starts = range(0, trials, TRIAL_BLOCK)
+    return [(block_offset + i, lo, min(trials, lo + TRIAL_BLOCK)) for i, lo in enumerate(starts)]
 
 
 # numpy's SeedSequence output mixing (numpy/random/bit_generator.pyx; O'Neill's seed_seq alternative).

@@ -19,10 +19,9 @@ import trio
 
 from privsim.errors import PartyFailure, PrivsimError
 from privsim.interrupts import cancellable, on_cancel
-from privsim.network.backend import check_backend
-from privsim.network.schedule import CURATOR, id_key
+from privsim.network.schedule import id_key
 from privsim.parties.cohort import CohortContext
-from privsim.parties.context import PartyContext, PartyNetwork
+from privsim.parties.context import PartyContext, PartyNetwork, _who
 
 if TYPE_CHECKING:
     from privsim.network.network import SyncNetwork
@@ -45,7 +44,6 @@ async def run_party(routine: Any, ctx: PartyContext, net: PartyNetwork) -> None:
     except (PrivsimError, trio.Cancelled):
         raise
     except Exception as exc:
-        who = "the curator" if ctx.id == CURATOR else f"party {ctx.id}"
         hint = ""
         if isinstance(exc, ValueError) and "read-only" in str(exc):
             hint = ("; received messages and inputs are read-only (a view is what was sent): "
@@ -53,7 +51,7 @@ async def run_party(routine: Any, ctx: PartyContext, net: PartyNetwork) -> None:
         elif isinstance(exc, RuntimeError) and "bad yield" in str(exc) and "trio" in str(exc):
             hint = ("; the party awaited a trio primitive under the asyncio backend: use "
                     "--backend trio (the default) or asyncio's own primitives")
-        raise PartyFailure(f"{who} failed in round {ctx.round}: {type(exc).__name__}: {exc}{hint}", ctx.id,
+        raise PartyFailure(f"{_who(ctx.id)} failed in round {ctx.round}: {type(exc).__name__}: {exc}{hint}", ctx.id,
                            ctx.round) from exc
     ctx._done_round = ctx.round
     net.depart(ctx.id)
@@ -120,7 +118,6 @@ def run_parties(backend: str, protocol: Any, contexts: list[PartyContext], net: 
     --------
     ``simulate(..., backend="asyncio")`` runs its parties through this on asyncio.
     """
-    check_backend(backend)
 
     async def main_trio() -> None:
         async with trio.open_nursery() as nursery:

@@ -212,6 +212,14 @@ class Param:
                                  f"(got {value!r})")
 
 
+def _check_domain(inputs: np.ndarray, bad: np.ndarray, domain: str) -> np.ndarray:
+    # A protocol's validate_inputs: ``inputs``, or an error naming the first party outside ``domain``.
+    if bad.any():
+        idx = np.argwhere(bad)[0]
+        raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)].item()!r}, outside the domain {domain}")
+    return inputs
+
+
 def _bound_text(bound: float, whole: bool) -> str:
     # Integers as integers; powers of two from 2^10 on as 2^k (2^62, not 4.61169e+18).
     if whole or float(bound).is_integer() and abs(bound) < 1e6:
@@ -275,12 +283,7 @@ class Protocol:
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
-        merged: dict[str, Param] = {}
-        for base in reversed(cls.__mro__):
-            for k, v in vars(base).items():
-                if isinstance(v, Param):
-                    merged[k] = v
-        cls.params = merged
+        cls.params = {k: v for base in reversed(cls.__mro__) for k, v in vars(base).items() if isinstance(v, Param)}
         for k, v in vars(cls).items():  # a default outside its own bound fails here, not in round 1
             if isinstance(v, Param) and v.default is not REQUIRED and v.default is not None:
                 try:
@@ -386,19 +389,23 @@ class Protocol:
 
     def validate_inputs(self, inputs: np.ndarray) -> np.ndarray:
         """Check the domain of ``inputs`` (shape ``(trials, n, *input_shape)``)."""
-        if self.input_values is not None:
-            bad = ~np.isin(inputs, self.input_values)
-            if bad.any():
-                idx = np.argwhere(bad)[0]
-                raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)].item()!r}, outside the domain "
-                                 f"{{{', '.join(map(str, self.input_values))}}}")
-        return inputs
+        if self.input_values is None:
+            return inputs
+        return _check_domain(inputs, ~np.isin(inputs, self.input_values),
+                             f"{{{', '.join(map(str, self.input_values))}}}")
 
     def default_inputs(self, n: int) -> np.ndarray:
         """Inputs used when a run names none: the first half of the parties hold 1."""
         return (np.arange(n) < n // 2).astype(self.input_dtype)
 
     # ------------------------------------------------------------------ protocol
+    def _memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        # A value derived from the parameters alone, computed once per key: they never change.
+        memos = self.__dict__.setdefault("_memos", {})
+        if key not in memos:
+            memos[key] = compute()
+        return memos[key]
+
     def cached_schedule(self, n: int, t: int) -> Schedule:
         """:meth:`schedule`, computed once per (n, t) for this instance (batches reuse it)."""
         cache = self.__dict__.setdefault("_schedules", {})

@@ -94,8 +94,7 @@ class _Central(IntegerInputs):
             cctx.output((await cctx.end_round()).from_party(CURATOR))
 
     async def curator(self, ctx: PartyContext) -> None:
-        total = (await ctx.end_round()).total()
-        released = self.release(total, ctx)
+        released = self.release((await ctx.end_round()).total(), ctx)
         ctx.output(released)
         if self.broadcast:
             for i in range(ctx.n):

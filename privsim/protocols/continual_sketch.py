@@ -83,7 +83,7 @@ from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import TRIAL_BLOCK
 from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
-from privsim.protocols.continual_sum import MAX_T, check_horizon, check_stream_inputs
+from privsim.protocols.continual_sum import MAX_T, check_stream_inputs
 
 __all__ = ["ContinualRange", "ContinualJoin"]
 
@@ -109,8 +109,7 @@ class _SketchStream(Protocol):
     steps_per_round: int = 1
 
     def validate(self) -> None:
-        check_horizon(self.T)
-        sketch_noise_kind(self.noise, self.calibration)
+        sketch_noise_kind(self.noise, self.calibration)  # T's range and power of two: its Param checks them
 
     # ------------------------------------------------------------ claims
     @property
@@ -255,8 +254,7 @@ class ContinualRange(_SketchStream):
     def validate(self) -> None:
         super().validate()
         self._lo, self._hi = _parse_box(self.box, self.B, self.d)
-        ref = self.mechanism(0)  # the mechanism's own checks (B^d <= 2^60, ...), one clear error
-        self._cell_variance = ref.cell_variance
+        self._cell_variance = self.mechanism(0).cell_variance  # the mechanism's own checks (B^d <= 2^60, ...)
         self._query_boxes = int(dyadic_boxes(self._lo, self._hi, self.B)[0].shape[0])
 
     @property

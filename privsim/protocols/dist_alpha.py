@@ -106,11 +106,6 @@ def window_minimum(values: np.ndarray, width: int, step: int = 1) -> np.ndarray:
     return (csum[..., starts + width] - csum[..., starts]).min(axis=-1)
 
 
-def _spread(i: np.ndarray, rate: float) -> np.ndarray:
-    """Bits with ones spread evenly at ``rate``: bit i is 1 iff ceil((i+1) rate) > ceil(i rate)."""
-    return (np.ceil((i + 1) * rate) > np.ceil(i * rate)).astype(np.int64)
-
-
 class DistAlpha(Protocol):
     """The paper's 3-round (t, eps, delta) protocol for DIST_alpha (see the module docstring).
 
@@ -236,7 +231,7 @@ class DistAlpha(Protocol):
         """
         m, s = self.window_bits(n), self.planted_start(n)
         i = np.arange(n)
-        x = _spread(i, self.density)
+        x = (np.ceil((i + 1) * self.density) > np.ceil(i * self.density)).astype(np.int64)
         x[s:s + m] = 0
         w = min(self.planted_weight, m)
         if w:

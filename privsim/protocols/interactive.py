@@ -39,10 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from privsim.errors import InputError
 from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.context import PartyContext
-from privsim.protocols.base import Param, Privacy, Protocol
+from privsim.protocols.base import Param, Privacy, Protocol, _check_domain
 from privsim.protocols.randomized_response import RandomizedResponse
 
 __all__ = ["InteractiveRR"]
@@ -90,12 +89,7 @@ class InteractiveRR(Protocol):
         return 2 * n * self.query_rounds
 
     def validate_inputs(self, inputs: np.ndarray) -> np.ndarray:
-        bad = (inputs < 0) | (inputs >= self.domain)
-        if bad.any():
-            idx = np.argwhere(bad)[0]
-            raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)].item()!r}, outside the domain "
-                             f"0..{self.domain - 1}")
-        return inputs
+        return _check_domain(inputs, (inputs < 0) | (inputs >= self.domain), f"0..{self.domain - 1}")
 
     def default_inputs(self, n: int) -> np.ndarray:
         """A skewed fixed input: x_i = floor(D (i/n)^1.5), so the median sits near 0.35 D.
@@ -123,11 +117,10 @@ class InteractiveRR(Protocol):
         n, rr = ctx.n, self.rr
         lo = ctx.zeros(dtype=np.int64)
         hi = ctx.full(self.domain, dtype=np.int64)
-        qbits = self.query_rounds
         for _ in range(self.query_rounds):
             theta = (lo + hi) // 2
             for i in range(n):
-                ctx.send(i, theta, bits=qbits)
+                ctx.send(i, theta, bits=self.query_rounds)  # a threshold in [0, D): log2 D bits
             await ctx.end_round()
             count = rr.debias((await ctx.end_round()).total(), n)  # unbiased #{x_i >= theta}
             up = count >= n / 2

@@ -97,8 +97,7 @@ class RandomizedResponse(_RRMath):
         await cctx.end_round()
 
     async def curator(self, ctx: PartyContext) -> None:
-        inbox = await ctx.end_round()
-        ctx.output(inbox.total())  # k = sum z_i
+        ctx.output((await ctx.end_round()).total())  # k = sum z_i
 
     def estimate(self, outputs: dict, n: int, t: int) -> np.ndarray:
         return self.debias(outputs[CURATOR], n)

@@ -224,10 +224,7 @@ class SecAgg(DistributedNoiseSum):
 
     def neighbours(self, n: int) -> list[list[int]]:
         """Each client's neighbours (its share holders besides itself)."""
-        cache = self.__dict__.setdefault("_nb", {})
-        if n not in cache:
-            cache[n] = harary_neighbours(n, self.degree(n), getattr(self, "graph_seed", 0))
-        return cache[n]
+        return self._memo(("nb", n), lambda: harary_neighbours(n, self.degree(n), getattr(self, "graph_seed", 0)))
 
     def neighbour_array(self, n: int) -> np.ndarray | None:
         """:meth:`neighbours` as one ``(n, degree)`` int64 array (rows sorted), or None when the
@@ -236,11 +233,10 @@ class SecAgg(DistributedNoiseSum):
         >>> SecAggPlus(k=2).neighbour_array(5).shape
         (5, 2)
         """
-        cache = self.__dict__.setdefault("_nb_array", {})
-        if n not in cache:
+        def compute() -> np.ndarray | None:
             nbs = self.neighbours(n)
-            cache[n] = np.array(nbs, dtype=np.int64) if len({len(v) for v in nbs}) == 1 else None
-        return cache[n]
+            return np.array(nbs, dtype=np.int64) if len({len(v) for v in nbs}) == 1 else None
+        return self._memo(("nb_array", n), compute)
 
     def schedule(self, n: int, t: int) -> Schedule:
         nb = self.neighbours(n)
@@ -497,9 +493,6 @@ class SecAgg(DistributedNoiseSum):
     def output_party(self, n: int, t: int) -> int | str:  # type: ignore[override]
         return CURATOR
 
-    def publishes(self, n: int, t: int) -> tuple[int | str, ...]:
-        return (CURATOR,)
-
     def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
         """The claim for the honest survivors' noise, or ``None`` when the coalition isolates a client
         (or holds more than t clients); see the module docstring."""
@@ -537,14 +530,11 @@ class SecAgg(DistributedNoiseSum):
         >>> SecAggPlus(k=4).isolating_coalition(10, 2)
         (('C', 1, 2, 6), 0)
         """
-        best = None
-        for u, nb in enumerate(self.neighbours(n)):
-            members = nb[: t + 1] if t + 1 < len(nb) else nb
-            if best is None or len(members) < len(best[0]):
-                best = (members, u)
-        if best is None:
+        nbs = self.neighbours(n)
+        if not nbs:
             return None
-        return (CURATOR, *best[0]), best[1]
+        u = min(range(len(nbs)), key=lambda u: len(nbs[u][: t + 1]))  # the first of the smallest
+        return (CURATOR, *nbs[u][: t + 1]), u
 
     def audit_score(self, ctx: Any, *legacy: Any) -> Any:
         """For a coalition that isolates the neighbour j (:meth:`isolated`): decode x_j + N_j from

@@ -131,7 +131,7 @@ from typing import Any
 
 import numpy as np
 
-from privsim.errors import InputError, ParameterError
+from privsim.errors import ParameterError
 from privsim.mechanisms.noise_families import FAMILIES, NoiseFamily, noise_family
 from privsim.mechanisms.sharing import (
     MAX_MODULUS,
@@ -148,7 +148,7 @@ from privsim.network.messages import seal
 from privsim.network.schedule import Schedule
 from privsim.parties.cohort import CohortContext
 from privsim.parties.context import PartyContext
-from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol, check_rho_or_epsilon
+from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol, _check_domain, check_rho_or_epsilon
 
 __all__ = ["NOISES", "WRAP_FAILURE_LOG2", "DistributedNoiseSum", "IntegerInputs", "SecureSum", "modulus_bits"]
 
@@ -191,12 +191,8 @@ class IntegerInputs(Protocol):
         return tuple(range(self.max_input + 1))
 
     def validate_inputs(self, inputs: np.ndarray) -> np.ndarray:
-        bad = (inputs < 0) | (inputs > self.max_input)
-        if bad.any():
-            idx = np.argwhere(bad)[0]
-            raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)].item()!r}, outside the domain "
+        return _check_domain(inputs, (inputs < 0) | (inputs > self.max_input),
                              f"of integers in [0, {self.max_input}] (max_input)")
-        return inputs
 
 
 class DistributedNoiseSum(IntegerInputs):
@@ -227,10 +223,6 @@ class DistributedNoiseSum(IntegerInputs):
                                              "exactly); 0 = automatic (the integers for the exact "
                                              "calibrations, a grid fine enough for KLS21's bound "
                                              "with rho)")
-
-    def __init__(self, **params: Any) -> None:
-        self._cache: dict[Any, Any] = {}
-        super().__init__(**params)
 
     def validate(self) -> None:
         check_rho_or_epsilon(self)
@@ -333,11 +325,8 @@ class DistributedNoiseSum(IntegerInputs):
         units = 1 if self.fixed_point else self.units(n, t)
         if units == 1:
             return self.family
-        key = ("family", units)
-        if key not in self._cache:
-            self._cache[key] = noise_family(self.noise, sensitivity=self.sensitivity * units,
-                                            epsilon=self.epsilon, delta=self.delta, rho=self.rho)
-        return self._cache[key]
+        return self._memo(("family", units), lambda: noise_family(
+            self.noise, sensitivity=self.sensitivity * units, epsilon=self.epsilon, delta=self.delta, rho=self.rho))
 
     def noise_variance(self, n: int, t: int) -> float:
         """The exact variance of the released noise: the sum of all n parties' shares, m = n - t.
@@ -384,10 +373,7 @@ class DistributedNoiseSum(IntegerInputs):
         Traceback (most recent call last):
         privsim.errors.ParameterError: modulus must be > 200 = 2 * (n max_input + noise bound) ... (got 150)
         """
-        key = ("modulus", n, t)
-        if key not in self._cache:
-            self._cache[key] = self._modulus_for(n, t)
-        return self._cache[key]
+        return self._memo(("modulus", n, t), lambda: self._modulus_for(n, t))
 
     def precomputed(self, n: int, t: int) -> dict[str, Any]:
         """The modulus: its noise bound is a quantile (scipy), which a party process need not import.
@@ -421,7 +407,7 @@ class DistributedNoiseSum(IntegerInputs):
             rule = f"a power of two in ({floor}, 2^62]"
         if not ok:
             raise ParameterError(f"precomputed modulus for n = {n}, t = {t} must be {rule} (got {q!r})")
-        self._cache[("modulus", n, t)] = q
+        self.__dict__.setdefault("_memos", {})[("modulus", n, t)] = q  # Protocol._memo's cache: the file's q wins
 
     def _modulus_for(self, n: int, t: int) -> int:
         value_bound = n * self.max_input * self.units(n, t)

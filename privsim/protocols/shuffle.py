@@ -158,8 +158,7 @@ class ShuffleRR(Protocol):
 
     async def curator(self, ctx: PartyContext) -> None:
         await ctx.end_round()
-        inbox = await ctx.end_round()
-        ctx.output(np.asarray(inbox[SHUFFLER], dtype=np.int64))
+        ctx.output(np.asarray((await ctx.end_round())[SHUFFLER], dtype=np.int64))
 
     def estimate(self, outputs: dict, n: int, t: int) -> np.ndarray:
         return self.debias(outputs[CURATOR], n)
@@ -193,8 +192,7 @@ class ShuffleRR(Protocol):
         if SHUFFLER in coalition:
             return Privacy(self.epsilon)  # every report with its sender: randomized response, exactly eps0
         if CURATOR in coalition:
-            members = sum(1 for m in coalition if m != CURATOR)
-            return self.curator_claim(n - members)
+            return self.curator_claim(n - sum(1 for m in coalition if m != CURATOR))
         return Privacy(0.0)  # users see only their own reports
 
     def public_privacy(self, n: int, t: int) -> Privacy | None:

@@ -91,7 +91,7 @@ from typing import Any
 
 import numpy as np
 
-from privsim.errors import InputError, ParameterError
+from privsim.errors import ParameterError
 from privsim.mechanisms.noise import (
     discrete_laplace_share,
     discrete_laplace_shares_variance,
@@ -102,7 +102,7 @@ from privsim.mechanisms.shuffle_accounting import polya_difference_epsilon, spli
 from privsim.network.schedule import CURATOR, Schedule
 from privsim.parties.cohort import CohortContext
 from privsim.parties.context import PartyContext
-from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
+from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol, _check_domain
 from privsim.protocols.secure_sum import WRAP_FAILURE_LOG2, modulus_bits
 from privsim.protocols.shuffle import SHUFFLER
 
@@ -141,28 +141,14 @@ class ShuffleSum(Protocol):
     precision = Param(0, type=int, ge=0, le=2**20, doc="fixed-point precision p of the rounded inputs; "
                                                        "0 = ceil(sqrt(n))")
 
-    def __init__(self, **params: Any) -> None:
-        self._cache: dict[Any, Any] = {}
-        super().__init__(**params)
-
     def default_t(self, n: int) -> int:
         """t = 0: every party adds 1/n of the noise, as in the paper (t > 0 over-provisions it)."""
         return 0
 
     def validate_inputs(self, inputs: np.ndarray) -> np.ndarray:
-        bad = ~np.isfinite(inputs) | (inputs < 0) | (inputs > 1)
-        if bad.any():
-            idx = np.argwhere(bad)[0]
-            raise InputError(f"inputs: party {idx[1]} has {inputs[tuple(idx)].item()!r}, outside the domain of reals "
-                             "in [0, 1]")
-        return inputs
+        return _check_domain(inputs, ~np.isfinite(inputs) | (inputs < 0) | (inputs > 1), "of reals in [0, 1]")
 
     # ------------------------------------------------------------------ calibration
-    def _cached(self, key: tuple, compute: Callable[[], Any]) -> Any:
-        if key not in self._cache:
-            self._cache[key] = compute()
-        return self._cache[key]
-
     def precision_for(self, n: int) -> int:
         """p: ``precision``, or ceil(sqrt(n)) (rounding then adds at most n/(4 p^2) <= 1/4 to the variance)."""
         return self.precision or math.isqrt(n - 1) + 1
@@ -176,7 +162,7 @@ class ShuffleSum(Protocol):
         def compute() -> int:
             bound = discrete_laplace_tail_bound(self.laplace_b(n), n - t, n, WRAP_FAILURE_LOG2)
             return choose_modulus(n * self.precision_for(n), bound)
-        return self._cached(("q", n, t), compute)
+        return self._memo(("q", n, t), compute)
 
     def messages_for(self, n: int, t: int) -> int:
         """m: ``messages``, or the fewest shares per party whose mixing adds at most ``delta`` at the curator.
@@ -196,7 +182,7 @@ class ShuffleSum(Protocol):
                 raise ParameterError(f"delta = {self.delta:g} is out of reach for n = {n}: no m <= {MAX_MESSAGES} "
                                      f"shares mod q = {q} mix that well (allowed: a larger delta, or messages=M)")
             return m
-        return self._cached(("m", n, t), compute)
+        return self._memo(("m", n, t), compute)
 
     def check_setting(self, n: int, t: int) -> None:
         super().check_setting(n, t)
@@ -293,17 +279,15 @@ class ShuffleSum(Protocol):
         >>> ShuffleSum(epsilon=1.0).curator_claim(100, 100, 0).epsilon
         1.0
         """
-        local = Privacy(self.local_epsilon(n, t))
         eps_h = self.local_epsilon(n, t, honest / (n - t))
         delta_h = split_mix_delta(eps_h, honest, self.messages_for(n, t), self.modulus_for(n, t))
-        return Privacy(eps_h, delta_h) if delta_h <= self.delta else local
+        return Privacy(eps_h, delta_h) if delta_h <= self.delta else Privacy(self.local_epsilon(n, t))
 
     def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
         if SHUFFLER in coalition:
             return Privacy(self.local_epsilon(n, t))  # every share with its sender: y_j itself
         if CURATOR in coalition:
-            users = sum(1 for member in coalition if member != CURATOR)
-            return self.curator_claim(n - users, n, t)
+            return self.curator_claim(n - sum(1 for member in coalition if member != CURATOR), n, t)
         return Privacy(0.0)  # users see only their own shares
 
     def public_privacy(self, n: int, t: int) -> Privacy | None:

@@ -12,6 +12,7 @@ stays silent for ``timeout`` seconds is a :class:`PartyFailure` naming it and th
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 import trio
@@ -69,7 +70,6 @@ class TcpEndpoint:
         self._round = 1
         self._completed: set[int] = set()
         self.outbox = Outbox()
-        self.departed = False
 
     def attach(self, ids: list[int | str]) -> dict[int | str, Outbox]:
         """Register this process's party (``ids == [me]``); returns its outbox."""
@@ -94,7 +94,6 @@ class TcpEndpoint:
 
     def depart(self, pid: int | str) -> None:
         """Called when the routine returns; :meth:`finish` completes the departure."""
-        self.departed = True
 
     async def finish(self) -> None:
         """After the routine: flush what it sent last, check it owes nothing later, receive
@@ -118,11 +117,9 @@ class TcpEndpoint:
     async def close(self) -> None:
         """Say bye on every link and close its sending side (after :meth:`finish`)."""
         for link in self.links.values():
-            try:
+            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # a peer gone needs nothing more
                 await link.send(BYE, 0)
                 await link.stream.send_eof()
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass  # the peer is gone; it needs nothing more from us
 
     # ------------------------------------------------------------------ sending
     async def _send_outbox(self, r: int) -> None:

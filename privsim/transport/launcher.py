@@ -14,7 +14,6 @@ hung), at the earliest round.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import resource
 import select
@@ -24,9 +23,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -151,7 +151,7 @@ class TcpTransport(Transport):
         if run.transcript is None or recorded == "all":
             return run
         # what the coalition's view needs, as in process
-        return dataclasses.replace(
+        return replace(
             run, transcript=[recorded_round(inboxes, recorded, r) for r, inboxes in enumerate(run.transcript, 1)],
             draws={pid: d for pid, d in run.draws.items() if pid in recorded})
 
@@ -234,11 +234,7 @@ def check_descriptors(triples: Any, parties: int) -> None:
     if soft == resource.RLIM_INFINITY:
         return
     channels = {frozenset((s, d)) for _, s, d in triples if s != d}
-    degree: dict[Any, int] = {}
-    for pair in channels:
-        for p in pair:
-            degree[p] = degree.get(p, 0) + 1
-    busiest = max(degree.values(), default=0)
+    busiest = max(Counter(p for pair in channels for p in pair).values(), default=0)
     need = _open_descriptors() + max(parties + _LAUNCHER_FDS, busiest + _PARTY_FDS)
     if need > soft:
         raise ResourceError(f"ulimit -n: a TCP run of {parties} parties needs about {need} open files ({parties} "
@@ -391,10 +387,9 @@ def _raise_root_cause(reports: dict[int | str, PartyReport | None], codes: dict[
 
 def _assemble(reports: dict[int | str, PartyReport | None], record: bool, wall: float) -> TcpRun:
     done: dict[int | str, PartyReport] = {pid: r for pid, r in reports.items() if r is not None}
-    length = max((r.rounds_done for r in done.values()), default=0)
     transcript: list[dict[int | str, Inbox]] | None = None
     if record:
-        transcript = [{} for _ in range(length)]
+        transcript = [{} for _ in range(max((r.rounds_done for r in done.values()), default=0))]
         for pid in sort_ids(done):
             for r, box in done[pid].inboxes.items():
                 transcript[r - 1][pid] = Inbox(box, owner=pid, round=r)

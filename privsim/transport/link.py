@@ -71,8 +71,7 @@ class Link:
         self.stream, self.reader = stream, reader
         self.me, self.peer = me, peer
         self.key, self.session, self.max_payload = key, session, max_payload
-        self.send_seq = 1
-        self.recv_seq = 1
+        self.send_seq = self.recv_seq = 1
         self.bytes_sent = bytes_sent
 
     async def send(self, kind: int, round: int, payload: bytes = b"") -> None:

@@ -91,7 +91,7 @@ class LocalTransport(Transport):
     def _collect(self, plan: RunPlan, ids: list, net: Any, contexts: list[PartyContext],
                  cohorts: list[CohortContext]) -> TransportRun:
         """What the run produced: the parties' outputs and done rounds, the tapes, the counts."""
-        outputs = {c.id: c._output for c in contexts if c._has_output}
+        outputs = {c.id: c._output for c in contexts if c._output_round is not None}
         done_rounds = {c.id: c._done_round for c in contexts}
         for c in cohorts:
             members = c.ids.tolist()
@@ -131,12 +131,8 @@ class LocalTransport(Transport):
             return []
         keep_all = plan.recorded == "all"  # every party's messages and tapes are kept, cohorts' too
         solo = (set() if keep_all or plan.recorded is None else set(plan.recorded)) | set(self.solo)
-        out = []
-        for role, members in roles.items():
-            ids = np.array(sorted(set(members) - solo), dtype=np.int64)
-            if len(ids) >= 2:  # one party alone is just a party
-                out.append((role, ids))
-        return out
+        found = ((role, np.array(sorted(set(members) - solo), dtype=np.int64)) for role, members in roles.items())
+        return [(role, ids) for role, ids in found if len(ids) >= 2]  # one party alone is just a party
 
     def _cohorts(self, plan: RunPlan, x: np.ndarray, net: Any, seeder: StreamSeeder) -> list[CohortContext]:
         """The cohorts of this run (:meth:`cohort_members`), each with its members' streams; a

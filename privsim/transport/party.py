@@ -21,7 +21,7 @@ import struct
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -356,9 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         data = report.to_bytes()
     except PrivsimError as exc:  # an output the wire cannot carry
-        report = PartyReport(me, None, {}, None, report.messages, report.bits, report.rounds_used,
-                             report.rounds_done, report.wire_bytes, report.ready, report.done,
-                             _error_dict(exc, me, report.rounds_done))
+        report = replace(report, output=None, inboxes={}, draws=None, error=_error_dict(exc, me, report.rounds_done))
         data = report.to_bytes()
     if args.result:
         with open(args.result, "wb") as fh:

@@ -68,8 +68,7 @@ def build_protocol(spec: str, params: dict[str, Any]) -> Protocol:
         return get_protocol(spec, **params)
     module, _, name = spec.rpartition(":")
     if module.endswith(".py"):
-        cls = load_reference(spec)
-        return cls(**params)
+        return load_reference(spec)(**params)
     try:
         cls = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
@@ -158,7 +157,9 @@ class PeersConfig:
         n = get.number("n", int, 1)
         addresses: dict[int | str, tuple[str, int]] = {}
         for k, v in get.typed("addresses", dict).items():
-            pid: int | str = CURATOR if k == CURATOR else _int_id(k, n, source)
+            if k != CURATOR and not (k.isdigit() and int(k) < n):
+                raise ParameterError(f"{source}: addresses key {k!r} is not a party id (allowed: 0..{n - 1} or C)")
+            pid: int | str = CURATOR if k == CURATOR else int(k)
             host, sep, port = str(v).rpartition(":")
             if not sep or not port.isdigit() or not 0 < int(port) < 65536:
                 raise ParameterError(f"{source}: addresses[{k!r}] must be HOST:PORT with 0 < PORT < 65536 "
@@ -207,12 +208,6 @@ def load_peers(path: str | Path) -> PeersConfig:
         raise ParameterError(f"{p}: the peers file holds the run's key but is readable by others (mode "
                              f"{oct(mode & 0o777)[2:]}); run chmod 600 {p}")
     return cfg
-
-
-def _int_id(text: str, n: int, source: str) -> int:
-    if not text.isdigit() or not int(text) < n:
-        raise ParameterError(f"{source}: addresses key {text!r} is not a party id (allowed: 0..{n - 1} or C)")
-    return int(text)
 
 
 class _Fields:
