@@ -38,6 +38,7 @@ from privsim.errors import ParameterError
 from privsim.mechanisms._seeding import SeedLike
 from privsim.mechanisms.continual import noise_scale
 from privsim.mechanisms.continual_kinds import sketch_noise_kind
+from privsim.mechanisms.sketch import _TableShape
 
 __all__ = ["CounterNoise", "counter_noise", "sketch_scale"]
 
@@ -78,6 +79,47 @@ def sketch_scale(noise: str, T: int, rho: float, sensitivity2: float, calibratio
     """
     sketch_noise_kind(noise, calibration)
     return noise_scale(noise, T, rho=rho, sensitivity=math.sqrt(sensitivity2), calibration=calibration)
+
+
+class _ContinualSketch(_TableShape):
+    """The read-only parameters of the continual sketches (JoinSizeEstimator, RangeCounter)."""
+
+    _T: int | None
+    _t: int
+    _rho: float
+    _trials: int | None
+    _kind: str
+    _calibration: str
+
+    @property
+    def T(self) -> int | None:
+        """Number of update steps (None for a static RangeCounter)."""
+        return self._T
+
+    @property
+    def t(self) -> int:
+        """Update steps taken so far; estimates and queries answer for this step."""
+        return self._t
+
+    @property
+    def rho(self) -> float:
+        """zCDP parameter of the whole sequence of answers (under a JoinSizeEstimator's ``assumption``, if any)."""
+        return self._rho
+
+    @property
+    def trials(self) -> int | None:
+        """Number of instances run at once, or None (one, no trial axis)."""
+        return self._trials
+
+    @property
+    def noise(self) -> str:
+        """The counters' noise source under continual release, ``"tree"`` or ``"blt"``."""
+        return self._kind
+
+    @property
+    def calibration(self) -> str:
+        """The tree's node-variance rule under continual release, ``"paper"`` or ``"exact"``."""
+        return self._calibration
 
 
 class CounterNoise:

@@ -16,7 +16,7 @@ from typing import Literal
 
 from scipy import optimize
 
-__all__ = ["safe_root"]
+__all__ = ["safe_root", "doubled_root"]
 
 
 def safe_root(excess: Callable[[float], float], lo: float, hi: float, *, safe: Literal["lo", "hi"],
@@ -67,3 +67,12 @@ def safe_root(excess: Callable[[float], float], lo: float, hi: float, *, safe: L
             return end
         step *= 2.0
     return x
+
+
+def doubled_root(excess: Callable[[float], float], lo: float, hi: float, *, safe: Literal["lo", "hi"],
+                 keep_lo: bool = False, xtol: float = 2e-12, rtol: float = 8.9e-16) -> float:
+    """:func:`safe_root` once ``hi`` has doubled (``lo`` following it unless ``keep_lo``) past the root."""
+    sign = 1.0 if safe == "hi" else -1.0  # excess(lo) > 0 with safe="hi", < 0 with safe="lo"
+    while sign * excess(hi) > 0.0:
+        lo, hi = (lo if keep_lo else hi), 2.0 * hi
+    return safe_root(excess, lo, hi, safe=safe, xtol=xtol, rtol=rtol)

@@ -24,7 +24,7 @@ import numpy as np
 from scipy import optimize, special
 
 from privsim.mechanisms._checks import positive, probability
-from privsim.mechanisms._roots import safe_root
+from privsim.mechanisms._roots import doubled_root, safe_root
 
 __all__ = [
     "pure_dp_to_zcdp",
@@ -180,11 +180,9 @@ def approx_dp_to_zcdp(epsilon: float, delta: float, *, tight: bool = False) -> f
     rho_simple = (math.sqrt(L + epsilon) - math.sqrt(L)) ** 2
     if not tight:
         return rho_simple
-    lo, hi = rho_simple, 2.0 * rho_simple  # tight <= simple, so rho_tight >= rho_simple
-    while zcdp_to_approx_dp_tight(hi, delta) < epsilon:
-        lo, hi = hi, 2.0 * hi
-    return safe_root(lambda r: zcdp_to_approx_dp_tight(r, delta) - epsilon,
-                     lo, hi, safe="lo", xtol=1e-15, rtol=1e-13)
+    # tight <= simple, so rho_tight >= rho_simple
+    return doubled_root(lambda r: zcdp_to_approx_dp_tight(r, delta) - epsilon, rho_simple, 2.0 * rho_simple,
+                        safe="lo", xtol=1e-15, rtol=1e-13)
 
 
 def gaussian_rho(sigma: float, sensitivity: float = 1.0) -> float:
@@ -308,11 +306,8 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> fl
     mu, log_delta = sensitivity / sigma, math.log(delta)
     if _log_gaussian_delta(mu, 0.0) <= log_delta:
         return 0.0
-    lo, hi = 0.0, 1.0
-    while _log_gaussian_delta(mu, hi) > log_delta:  # delta(eps) decreases in eps
-        lo, hi = hi, 2.0 * hi
-    return safe_root(lambda e: _log_gaussian_delta(mu, e) - log_delta,
-                     lo, hi, safe="hi", xtol=1e-14, rtol=1e-14)
+    return doubled_root(lambda e: _log_gaussian_delta(mu, e) - log_delta,  # delta(eps) decreases in eps
+                        0.0, 1.0, safe="hi", xtol=1e-14, rtol=1e-14)
 
 
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:

@@ -48,7 +48,7 @@ from scipy import stats
 
 from privsim.errors import ParameterError
 from privsim.mechanisms import _checks
-from privsim.mechanisms._roots import safe_root
+from privsim.mechanisms._roots import doubled_root
 
 __all__ = [
     "discrete_gaussian_pmf",
@@ -405,10 +405,8 @@ def ddg_sigma_for_rho(rho: float, clients: int, sensitivity: float = 1.0) -> flo
     if ddg_rho(0.25, clients, sensitivity) <= rho:
         return 0.25
     hi = max(1.0, sensitivity**2 / (2.0 * rho * clients))
-    while ddg_rho(hi, clients, sensitivity) > rho:  # rho decreases in sigma2
-        hi *= 2.0
-    return safe_root(lambda s: ddg_rho(s, clients, sensitivity) - rho, 0.25, hi, safe="hi",
-                     xtol=1e-14, rtol=1e-13)
+    return doubled_root(lambda s: ddg_rho(s, clients, sensitivity) - rho,  # rho decreases in sigma2
+                        0.25, hi, safe="hi", keep_lo=True, xtol=1e-14, rtol=1e-13)
 
 
 def skellam_share(rng: np.random.Generator, variance: float, size: Any = ()) -> NDArray[np.int64]:
@@ -486,10 +484,7 @@ def skellam_tail_bound(variance: float, failure_log2: int = 40) -> int:
         r = b / mu
         return b * math.asinh(r) - mu * (math.sqrt(1.0 + r * r) - 1.0) - target
 
-    hi = 1.0
-    while rate(hi) < 0:
-        hi *= 2.0
-    chernoff = int(math.ceil(safe_root(lambda b: -rate(b), 0.0, hi, safe="hi", xtol=1e-9)))
+    chernoff = int(math.ceil(doubled_root(lambda b: -rate(b), 0.0, 1.0, safe="hi", keep_lo=True, xtol=1e-9)))
     return min(chernoff, int(stats.poisson.isf(2.0 ** -(f + 1), mu / 2.0)))
 
 
@@ -602,8 +597,5 @@ def skellam_variance_for(epsilon: float, delta: float, sensitivity: float = 1.0)
     1.0
     """
     epsilon = _checks.positive("epsilon", epsilon, scalar=True)
-    lo, hi = 1e-3, 1.0
-    while skellam_epsilon(hi, delta, sensitivity) > epsilon:  # epsilon decreases in mu
-        lo, hi = hi, 2.0 * hi
-    return safe_root(lambda v: skellam_epsilon(v, delta, sensitivity) - epsilon, lo, hi, safe="hi",
-                     xtol=1e-12, rtol=1e-12)
+    return doubled_root(lambda v: skellam_epsilon(v, delta, sensitivity) - epsilon,  # epsilon decreases in mu
+                        1e-3, 1.0, safe="hi", xtol=1e-12, rtol=1e-12)

@@ -53,7 +53,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms import _checks
-from privsim.mechanisms._counter_noise import counter_noise, sketch_scale
+from privsim.mechanisms._counter_noise import _ContinualSketch, counter_noise, sketch_scale
 from privsim.mechanisms._seeding import SeedLike
 from privsim.mechanisms.hashing import _spawn_seeds
 from privsim.mechanisms.sketch import SketchHashes, _keys_and_deltas, _scatter_add, _trial_count
@@ -72,7 +72,7 @@ TOUCHED_ASSUMPTION = ("which sketch counters each update touches is public (the 
                       "only those, so the release reveals them; proof of Theorem 5.6 of Pagh & Sejer)")
 
 
-class JoinSizeEstimator:
+class JoinSizeEstimator(_ContinualSketch):
     """The join size ``<x, y>`` of two dynamic relations, released continually under rho-zCDP.
 
     Parameters
@@ -167,31 +167,6 @@ class JoinSizeEstimator:
                 f"refresh={self._refresh!r}{extra})")
 
     @property
-    def T(self) -> int:
-        """Number of update steps."""
-        return self._T
-
-    @property
-    def t(self) -> int:
-        """Update steps taken so far; :meth:`estimate` answers for this step."""
-        return self._t
-
-    @property
-    def rows(self) -> int:
-        """Sketch rows k (odd)."""
-        return self._rows
-
-    @property
-    def width(self) -> int:
-        """Buckets per row b."""
-        return self._width
-
-    @property
-    def rho(self) -> float:
-        """zCDP parameter of the whole sequence of estimates (under :attr:`assumption`, if any)."""
-        return self._rho
-
-    @property
     def refresh(self) -> str:
         """``"all"`` or ``"touched"`` (see the module docstring)."""
         return self._refresh
@@ -202,24 +177,9 @@ class JoinSizeEstimator:
         return TOUCHED_ASSUMPTION if self._refresh == "touched" else ""
 
     @property
-    def trials(self) -> int | None:
-        """Number of estimators run at once, or None (one, no trial axis)."""
-        return self._trials
-
-    @property
     def hashes(self) -> SketchHashes:
         """The hash functions both relations' sketches share (batch shape (trials, rows) with trials)."""
         return self._hashes
-
-    @property
-    def noise(self) -> str:
-        """The counters' noise source, ``"tree"`` or ``"blt"``."""
-        return self._kind
-
-    @property
-    def calibration(self) -> str:
-        """The tree's node-variance rule, ``"paper"`` or ``"exact"``."""
-        return self._calibration
 
     @property
     def sigma2_node(self) -> float:

@@ -52,7 +52,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms import _checks
-from privsim.mechanisms._counter_noise import CounterNoise, counter_noise, sketch_scale
+from privsim.mechanisms._counter_noise import CounterNoise, _ContinualSketch, counter_noise, sketch_scale
 from privsim.mechanisms._seeding import SeedLike
 from privsim.mechanisms.continual_kinds import TREE, sketch_noise_kind
 from privsim.mechanisms.hashing import _spawn_seeds
@@ -148,7 +148,7 @@ def dyadic_boxes(lo: ArrayLike, hi: ArrayLike, B: int) -> tuple[NDArray[np.int64
     return arr[:, :, 0].copy(), arr[:, :, 1].copy()
 
 
-class RangeCounter:
+class RangeCounter(_ContinualSketch):
     """Private orthogonal range counts over ``[B]^d``, static or under continual observation.
 
     L^d dyadic components (L = log2 B, levels 0..L-1, no full-domain level; see the module
@@ -320,46 +320,6 @@ class RangeCounter:
     def components(self) -> int:
         """Number of dyadic components, L^d, one Private CountSketch each."""
         return self._C
-
-    @property
-    def rows(self) -> int:
-        """CountSketch rows per component."""
-        return self._rows
-
-    @property
-    def width(self) -> int:
-        """Buckets per row."""
-        return self._width
-
-    @property
-    def rho(self) -> float:
-        """zCDP parameter of the whole sequence of answers."""
-        return self._rho
-
-    @property
-    def trials(self) -> int | None:
-        """Number of structures run at once, or None (one, no trial axis)."""
-        return self._trials
-
-    @property
-    def T(self) -> int | None:
-        """Number of update steps (dynamic), or None (static)."""
-        return self._T
-
-    @property
-    def t(self) -> int:
-        """Update steps taken so far (dynamic); queries answer for this step."""
-        return self._t
-
-    @property
-    def noise(self) -> str:
-        """The counters' noise source (dynamic), ``"tree"`` or ``"blt"``."""
-        return self._kind
-
-    @property
-    def calibration(self) -> str:
-        """The tree's node-variance rule (dynamic), ``"paper"`` or ``"exact"``."""
-        return self._calibration
 
     @property
     def sigma2(self) -> float:

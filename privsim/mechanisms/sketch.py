@@ -123,7 +123,24 @@ def _scatter_add(table: NDArray[np.float64], flat: NDArray[np.intp], weights: ND
         np.add.at(table.reshape(-1), flat, weights)
 
 
-class CountSketch:
+class _TableShape:
+    """The ``rows`` and ``width`` of a CountSketch's table, or of each of several tables."""
+
+    _rows: int
+    _width: int
+
+    @property
+    def rows(self) -> int:
+        """Rows r of each CountSketch (odd in a JoinSizeEstimator; per component in a RangeCounter)."""
+        return self._rows
+
+    @property
+    def width(self) -> int:
+        """Buckets per row b."""
+        return self._width
+
+
+class CountSketch(_TableShape):
     """A (non-private) CountSketch with ``rows`` independent rows of ``width`` buckets.
 
     Parameters
@@ -179,16 +196,6 @@ class CountSketch:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(rows={self._rows}, width={self._width})"
-
-    @property
-    def rows(self) -> int:
-        """Number of rows r."""
-        return self._rows
-
-    @property
-    def width(self) -> int:
-        """Buckets per row b."""
-        return self._width
 
     @property
     def words(self) -> int:

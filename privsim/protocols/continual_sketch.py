@@ -68,7 +68,7 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -79,21 +79,20 @@ from privsim.mechanisms.calibration import CALIBRATIONS
 from privsim.mechanisms.continual_kinds import SKETCH_NOISE_KINDS, sketch_noise_kind
 from privsim.mechanisms.join import REFRESH_MODES, TOUCHED_ASSUMPTION, JoinSizeEstimator
 from privsim.mechanisms.range_counting import RangeCounter, dyadic_boxes
-from privsim.network.schedule import CURATOR, Schedule
+from privsim.network.schedule import CURATOR
 from privsim.parties.context import PartyContext
 from privsim.parties.rng import TRIAL_BLOCK
-from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
-from privsim.protocols.continual_sum import MAX_T, check_stream_inputs
+from privsim.protocols.base import AuditScoreContext, Param, Privacy
+from privsim.protocols.continual_sum import MAX_T, _Stream, check_stream_inputs
 
 __all__ = ["ContinualRange", "ContinualJoin"]
 
 _SEED_HIGH = 1 << 63  # mechanism seeds: integers in [0, 2**63)
 
 
-class _SketchStream(Protocol):
+class _SketchStream(_Stream):
     """Shared skeleton: T rounds of party -> C updates, a per-trial mechanism, one release per step."""
 
-    has_curator = True
     input_values = None
     input_dtype = np.int64
 
@@ -127,42 +126,15 @@ class _SketchStream(Protocol):
         """The assumption the claims on the releases need ("" for none)."""
         return ""
 
-    def _zcdp(self, rho: float) -> Privacy:
+    def _claim(self, rho: float) -> Privacy:
         claim = Privacy.zcdp(rho, delta=self.delta)
         return claim.assuming(self.assumption) if self.assumption else claim
 
     def event_privacy(self) -> Privacy:
         """The event-level guarantee (one update added or removed): rho-zCDP."""
-        return self._zcdp(self.rho)
-
-    def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
-        if CURATOR in coalition:
-            return None  # C receives every update in the clear
-        if coalition:
-            return Privacy(0.0)  # parties receive nothing
-        return self._zcdp(self.rho_party)
-
-    def publishes(self, n: int, t: int) -> tuple[int | str, ...]:
-        """The released series: C's output (shape (R, T)), what coalition ``public`` sees."""
-        return (CURATOR,)
-
-    def public_privacy(self, n: int, t: int) -> Privacy | None:
-        """The claim on the released series towards one party's whole stream (``rho_party``-zCDP)."""
-        return self._zcdp(self.rho_party)
+        return self._claim(self.rho)
 
     # ------------------------------------------------------------ protocol
-    def message_bits(self) -> int:
-        """Bits of one party's update message."""
-        raise NotImplementedError
-
-    def schedule(self, n: int, t: int) -> Schedule:
-        return Schedule(n, [[(i, CURATOR) for i in range(n)] for _ in range(self.T)], curator=True)
-
-    async def party(self, ctx: PartyContext) -> None:
-        for s in range(self.T):
-            ctx.send(CURATOR, ctx.input[:, s], bits=self.message_bits())
-            await ctx.end_round()
-
     async def curator(self, ctx: PartyContext) -> None:
         seeds = ctx.rng.integers(0, _SEED_HIGH, size=())  # (R,); a block's mechanism takes its first
         rounds = [(await ctx.end_round()).stack(axis=1) for _ in range(self.T)]  # each (R, n, ...)
@@ -184,10 +156,6 @@ class _SketchStream(Protocol):
     def step(self, mech: Any, updates: np.ndarray, n: int) -> np.ndarray:
         """Feed one step's updates (shape (trials, n, ...)) to a vectorized mechanism; the releases (trials,)."""
         raise NotImplementedError
-
-    def estimate(self, outputs: dict, n: int, t: int) -> np.ndarray:
-        """The final release per trial (the whole series is ``outputs["C"]``, shape (R, T))."""
-        return np.asarray(outputs[CURATOR], dtype=float)[:, -1]
 
 
 def _parse_box(text: str, B: int, d: int) -> tuple[np.ndarray, np.ndarray]:

@@ -273,7 +273,51 @@ class TreeNoise:
         return self._source.noise(t, self._all)
 
 
-class ContinualSum(Protocol):
+class _Stream(Protocol):
+    """Shared skeleton of the streaming protocols: step s is round s, every party's update to C
+    (subclasses give :meth:`message_bits`, ``rho_party`` and ``_claim``, the claim for a loss)."""
+
+    has_curator = True
+    broadcast = False  # ContinualSum's Param: C sends each release back to every party, one round later
+
+    def message_bits(self) -> int | None:
+        """Bits of one party's update message (None: the size of its value)."""
+        raise NotImplementedError
+
+    def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
+        if CURATOR in coalition:
+            return None  # C receives every update in the clear (local collection, trusted curator)
+        if coalition and not self.broadcast:
+            return Privacy(0.0)  # parties receive nothing: their view does not depend on others' inputs
+        return self._claim(self.rho_party)
+
+    def schedule(self, n: int, t: int) -> Schedule:
+        up = [(i, CURATOR) for i in range(n)]
+        down = [(CURATOR, i) for i in range(n)] if self.broadcast else []
+        rounds = [up + (down if s > 1 else []) for s in range(1, self.T + 1)]
+        if self.broadcast:
+            rounds.append(down)
+        return Schedule(n, rounds, curator=True)
+
+    async def party(self, ctx: PartyContext) -> None:
+        bits = self.message_bits()
+        received = []
+        for s in range(self.T):
+            ctx.send(CURATOR, ctx.input[:, s], bits=bits)
+            inbox = await ctx.end_round()
+            if s > 0 and self.broadcast:
+                received.append(inbox[CURATOR])
+        if self.broadcast:
+            received.append((await ctx.end_round())[CURATOR])
+            ctx.output(np.stack(received, axis=1))
+
+    def estimate(self, outputs: dict, n: int, t: int) -> np.ndarray:
+        """The final release per trial, A(T) + nu_T for the sum (the whole series is ``outputs["C"]``,
+        shape (R, T))."""
+        return np.asarray(outputs[CURATOR], dtype=float)[:, -1]
+
+
+class ContinualSum(_Stream):
     """Parties stream updates to the curator C, who releases the running sum after every step.
 
     T rounds of n messages (party -> C); with ``broadcast`` each release also goes back to
@@ -314,7 +358,6 @@ class ContinualSum(Protocol):
     """
 
     name = "continual-sum"
-    has_curator = True
     input_values = (0, 1)  # domain="bits"; set per instance in validate()
     input_dtype = np.float64
 
@@ -412,13 +455,6 @@ class ContinualSum(Protocol):
         """
         return self._claim(self.rho_event)
 
-    def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
-        if CURATOR in coalition:
-            return None  # C receives every update in the clear (local collection, trusted curator)
-        if coalition and not self.broadcast:
-            return Privacy(0.0)  # parties receive nothing: their view does not depend on others' inputs
-        return self._claim(self.rho_party)
-
     # ------------------------------------------------------------ inputs
     def input_shape(self) -> tuple[int, ...]:
         return (self.T,)
@@ -438,10 +474,6 @@ class ContinualSum(Protocol):
         i, s = np.arange(n)[:, None], np.arange(1, self.T + 1)[None, :]
         return ((i + s) % 3 == 0).astype(self.input_dtype)
 
-    def true_value(self, inputs: np.ndarray) -> np.ndarray:
-        """The total of all updates, A(T), per trial: (R,)."""
-        return inputs.reshape(inputs.shape[0], -1).sum(axis=1)
-
     def true_series(self, inputs: np.ndarray) -> np.ndarray:
         """The exact running sums A(1..T) per trial, shape (R, T), from inputs (R, n, T).
 
@@ -451,25 +483,8 @@ class ContinualSum(Protocol):
         return np.cumsum(np.asarray(inputs, dtype=float).sum(axis=1), axis=1)
 
     # ------------------------------------------------------------ protocol
-    def schedule(self, n: int, t: int) -> Schedule:
-        up = [(i, CURATOR) for i in range(n)]
-        down = [(CURATOR, i) for i in range(n)] if self.broadcast else []
-        rounds = [up + (down if s > 1 else []) for s in range(1, self.T + 1)]
-        if self.broadcast:
-            rounds.append(down)
-        return Schedule(n, rounds, curator=True)
-
-    async def party(self, ctx: PartyContext) -> None:
-        bits = 1 if self.domain == "bits" else None
-        received = []
-        for s in range(self.T):
-            ctx.send(CURATOR, ctx.input[:, s], bits=bits)
-            inbox = await ctx.end_round()
-            if s > 0 and self.broadcast:
-                received.append(inbox[CURATOR])
-        if self.broadcast:
-            received.append((await ctx.end_round())[CURATOR])
-            ctx.output(np.stack(received, axis=1))
+    def message_bits(self) -> int | None:
+        return 1 if self.domain == "bits" else None
 
     async def curator(self, ctx: PartyContext) -> None:
         # One source whose coordinates are the trials, each drawn from its own block
@@ -492,7 +507,3 @@ class ContinualSum(Protocol):
     def series(self, outputs: dict, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The released running sums and the exact ones, each (R, T)."""
         return np.asarray(outputs[CURATOR], dtype=float), self.true_series(inputs)
-
-    def estimate(self, outputs: dict, n: int, t: int) -> np.ndarray:
-        """The final release A(T) + nu_T per trial (the whole series is ``outputs["C"]``)."""
-        return np.asarray(outputs[CURATOR], dtype=float)[:, -1]

@@ -70,7 +70,7 @@ stated with its failure probability).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -281,49 +281,9 @@ class SecAgg(DistributedNoiseSum):
 
     # ------------------------------------------------------------------ routines
     async def party(self, ctx: PartyContext) -> None:
-        n, me, r = ctx.n, ctx.id, ctx.t + 1
-        q = self.modulus_for(n, ctx.t)
-        nb = self.neighbours(n)[me]
-        holders = [me, *nb]
-        drops = self._drops(ctx)
-        alive = [drops > s for s in range(len(self.stages))]
-        secret = crypto.secret_keys(ctx.rng, ())
-        seed = ctx.rng.integers(0, crypto.PRIME, size=())
-        units = self.units(n, ctx.t)  # the integer noises on a finer grid (DistributedNoiseSum.units)
-        noise = self.family_for(n, ctx.t).share(ctx.rng, self.shares_count(n, ctx.t), size=())
-        # advertise-keys (round 1); the neighbours' keys come back in round 2
-        ctx.send(CURATOR, np.where(alive[0], crypto.public_key(secret), ABSENT))
-        await ctx.end_round()
-        pks = (await ctx.end_round())[CURATOR]
-        # share-keys (round 3): shares of (a_u, b_u) for u and each neighbour that advertised
-        shares = np.stack([crypto.shamir_share(ctx.rng, secret, holders, r),
-                           crypto.shamir_share(ctx.rng, seed, holders, r)], axis=-1)  # (R, k+1, 2)
-        for i, v in enumerate(nb):
-            ok = alive[1] & (pks[:, i] != ABSENT)
-            ctx.send(v, np.where(ok[:, None], shares[:, i + 1], ABSENT))
-        inbox = await ctx.end_round()
-        # masked-input (round 4), with U2 as u sees it (whose shares came)
-        got = np.stack([inbox[v][:, 0] != ABSENT for v in nb], axis=1)  # (R, k)
-        masks = crypto.prg(crypto.agree(secret[:, None], np.maximum(pks, 1)), q)  # PRG(s_uv), (R, k)
-        pairwise = np.where(got, np.where(np.asarray(nb) > me, masks, (q - masks) % q), 0)
-        y = reconstruct(np.concatenate([((np.asarray(ctx.input, dtype=np.int64) * units + noise) % q)[:, None],
-                                        crypto.prg(seed, q)[:, None], pairwise], axis=1), q)
-        masked = np.concatenate([y[:, None], got.astype(np.int64)], axis=1)
-        ctx.send(CURATOR, np.where(alive[2][:, None], masked, ABSENT))
-        await ctx.end_round()
-        if "consistency-check" in self.stages:  # rounds 5-7: U3, a signature on it, U3 and U4 back
-            await ctx.end_round()
-            ctx.send(CURATOR, np.where(alive[3], 1, ABSENT))  # an ideal signature on U3
-            await ctx.end_round()
-        u3 = (await ctx.end_round())[CURATOR]
-        u3 = (u3[:, 0] if u3.ndim == 3 else u3).astype(bool)  # (R, k+1): which owners survived
-        # unmasking: b_w's share for a survivor w, a_w's share otherwise (-1 if never received)
-        mine = np.stack([shares[:, 0], *(inbox[v] for v in nb)], axis=1)  # (R, k+1, 2)
-        reply = np.where(u3, mine[:, :, 1], mine[:, :, 0])
-        reply = np.where(mine[:, :, 0] == ABSENT, ABSENT, reply)
-        ctx.send(CURATOR, np.where(alive[-1][:, None], reply, ABSENT))
-        await ctx.end_round()
-        ctx.output(drops)
+        nb = self.neighbours(ctx.n)[ctx.id]
+        await self._client(ctx, np.array([ctx.id, *nb], dtype=np.int64), lambda i, share: ctx.send(nb[i], share),
+                           lambda inbox: np.stack([inbox[v] for v in nb], axis=1), lambda inbox: inbox[CURATOR])
 
     def cohorts(self, n: int, t: int) -> dict[str, Sequence[int]]:
         """Every client runs the same steps (the server runs alone); the cohort form needs
@@ -337,46 +297,59 @@ class SecAgg(DistributedNoiseSum):
     async def cohort(self, role: str, cctx: CohortContext) -> None:
         """:meth:`party` for many clients at once: each member's own draws, messages and
         absences, its neighbours a row of a ``(members, degree)`` array (the graph is regular)."""
-        n, ids, r = cctx.n, cctx.ids, cctx.t + 1
-        q = self.modulus_for(n, cctx.t)
-        nb = self.neighbour_array(n)[ids]  # (k, degree)
-        holders = np.concatenate([ids[:, None], nb], axis=1)
-        drops = self._drops(cctx)  # (R, k)
+        nb = self.neighbour_array(cctx.n)[cctx.ids]  # (k, degree)
+        await self._client(cctx, np.concatenate([cctx.ids[:, None], nb], axis=1),
+                           lambda i, share: cctx.send_each(nb[:, i], share),
+                           lambda inbox: inbox.from_each(nb), lambda inbox: inbox.from_party(CURATOR))
+
+    async def _client(self, ctx: PartyContext | CohortContext, holders: np.ndarray,
+                      send_share: Callable[[int, np.ndarray], None], from_neighbours: Callable[[Any], np.ndarray],
+                      from_server: Callable[[Any], np.ndarray]) -> None:
+        # One client's stages (holders: itself and its neighbours, (1 + degree,)), or a cohort's
+        # members' (a row each: (k, 1 + degree)); the callables do the I/O of the two forms. The
+        # arrays below are (R, degree, ...) for one client, (R, k, degree, ...) for a cohort.
+        n, r = ctx.n, ctx.t + 1
+        q = self.modulus_for(n, ctx.t)
+        nb = holders[..., 1:]
+        drops = self._drops(ctx)
         alive = [drops > s for s in range(len(self.stages))]
-        secret = crypto.secret_keys(cctx.rng, ())
-        seed = cctx.rng.integers(0, crypto.PRIME, size=())
-        units = self.units(n, cctx.t)
-        noise = self.family_for(n, cctx.t).share(cctx.rng, self.shares_count(n, cctx.t), size=())
-        cctx.send(CURATOR, np.where(alive[0], crypto.public_key(secret), ABSENT))
-        await cctx.end_round()
-        pks = (await cctx.end_round()).from_party(CURATOR)  # (R, k, degree)
-        shares = np.stack([crypto.shamir_share(cctx.rng, secret, holders, r),
-                           crypto.shamir_share(cctx.rng, seed, holders, r)], axis=-1)  # (R, k, degree+1, 2)
-        for i in range(nb.shape[1]):
-            ok = alive[1] & (pks[:, :, i] != ABSENT)
-            cctx.send_each(nb[:, i], np.where(ok[..., None], shares[:, :, i + 1], ABSENT))
-        inbox = await cctx.end_round()
-        received = inbox.from_each(nb)  # (R, k, degree, 2): what each member's neighbours sent it
+        secret = crypto.secret_keys(ctx.rng, ())
+        seed = ctx.rng.integers(0, crypto.PRIME, size=())
+        units = self.units(n, ctx.t)  # the integer noises on a finer grid (DistributedNoiseSum.units)
+        noise = self.family_for(n, ctx.t).share(ctx.rng, self.shares_count(n, ctx.t), size=())
+        # advertise-keys (round 1); the neighbours' keys come back in round 2
+        ctx.send(CURATOR, np.where(alive[0], crypto.public_key(secret), ABSENT))
+        await ctx.end_round()
+        pks = from_server(await ctx.end_round())
+        # share-keys (round 3): shares of (a_u, b_u) for u and each neighbour that advertised
+        shares = np.stack([crypto.shamir_share(ctx.rng, secret, holders, r),
+                           crypto.shamir_share(ctx.rng, seed, holders, r)], axis=-1)  # (R, degree+1, 2)
+        ok = alive[1][..., None] & (pks != ABSENT)
+        for i in range(nb.shape[-1]):
+            send_share(i, np.where(ok[..., i, None], shares[..., i + 1, :], ABSENT))
+        received = from_neighbours(await ctx.end_round())  # (R, degree, 2): what each neighbour sent
+        # masked-input (round 4), with U2 as u sees it (whose shares came)
         got = received[..., 0] != ABSENT
-        masks = crypto.prg(crypto.agree(secret[..., None], np.maximum(pks, 1)), q)
-        pairwise = np.where(got, np.where(nb > ids[:, None], masks, (q - masks) % q), 0)
-        y = reconstruct(np.concatenate([((np.asarray(cctx.input, dtype=np.int64) * units + noise) % q)[..., None],
+        masks = crypto.prg(crypto.agree(secret[..., None], np.maximum(pks, 1)), q)  # PRG(s_uv), (R, degree)
+        pairwise = np.where(got, np.where(nb > holders[..., :1], masks, (q - masks) % q), 0)
+        y = reconstruct(np.concatenate([((np.asarray(ctx.input, dtype=np.int64) * units + noise) % q)[..., None],
                                         crypto.prg(seed, q)[..., None], pairwise], axis=-1), q)
         masked = np.concatenate([y[..., None], got.astype(np.int64)], axis=-1)
-        cctx.send(CURATOR, np.where(alive[2][..., None], masked, ABSENT))
-        await cctx.end_round()
-        if "consistency-check" in self.stages:
-            await cctx.end_round()
-            cctx.send(CURATOR, np.where(alive[3], 1, ABSENT))
-            await cctx.end_round()
-        u3 = (await cctx.end_round()).from_party(CURATOR)
-        u3 = (u3[:, :, 0] if u3.ndim == 4 else u3).astype(bool)  # (R, k, degree+1)
-        mine = np.concatenate([shares[:, :, :1], received], axis=2)  # (R, k, degree+1, 2)
+        ctx.send(CURATOR, np.where(alive[2][..., None], masked, ABSENT))
+        await ctx.end_round()
+        if "consistency-check" in self.stages:  # rounds 5-7: U3, a signature on it, U3 and U4 back
+            await ctx.end_round()
+            ctx.send(CURATOR, np.where(alive[3], 1, ABSENT))  # an ideal signature on U3
+            await ctx.end_round()
+        u3 = from_server(await ctx.end_round())
+        u3 = (u3[..., 0, :] if "consistency-check" in self.stages else u3).astype(bool)  # which owners survived
+        # unmasking: b_w's share for a survivor w, a_w's share otherwise (-1 if never received)
+        mine = np.concatenate([shares[..., :1, :], received], axis=-2)  # (R, degree+1, 2)
         reply = np.where(u3, mine[..., 1], mine[..., 0])
         reply = np.where(mine[..., 0] == ABSENT, ABSENT, reply)
-        cctx.send(CURATOR, np.where(alive[-1][..., None], reply, ABSENT))
-        await cctx.end_round()
-        cctx.output(drops)
+        ctx.send(CURATOR, np.where(alive[-1][..., None], reply, ABSENT))
+        await ctx.end_round()
+        ctx.output(drops)
 
     async def curator(self, ctx: PartyContext) -> None:
         n, r, trials = ctx.n, ctx.t + 1, ctx.trials
