@@ -63,6 +63,16 @@ def test_every_public_name_has_a_reference_entry(site):
     assert 'id="privsim.mechanisms.noise_source.tree_height"' in noise_source
 
 
+def test_members_from_a_private_base_are_documented_on_the_class(site):
+    # JoinSizeEstimator's rows and T live in private bases (sketch._TableShape,
+    # _counter_noise._ContinualSketch); mkdocstrings shows no inherited member unless asked.
+    join = page(site, "reference/api/privsim.mechanisms.join")
+    for name in ("rows", "width", "T", "t", "rho", "trials", "noise", "calibration"):
+        assert f'id="privsim.mechanisms.join.JoinSizeEstimator.{name}"' in join, name
+    hashing = page(site, "reference/api/privsim.mechanisms.hashing")
+    assert 'id="privsim.mechanisms.hashing.BucketHash.shape"' in hashing
+
+
 def test_every_protocol_has_a_page_with_its_parameters(site):
     from privsim.protocols import REGISTRY
 

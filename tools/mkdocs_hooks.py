@@ -59,6 +59,19 @@ def _homes(modules: list[str]) -> dict[str, str]:
     return homes
 
 
+def _from_private_bases(objects: list[object]) -> list[str]:
+    """The public members the classes among ``objects`` inherit from a private base of their
+    own package (``_TableShape``'s ``rows``): documented on the class, as if defined there."""
+    import inspect
+
+    names: set[str] = set()
+    for cls in filter(inspect.isclass, objects):
+        for base in cls.__mro__[1:]:
+            if base.__name__.startswith("_") and base.__module__.split(".")[0] == "privsim":
+                names.update(n for n in vars(base) if not n.startswith("_"))
+    return sorted(names)
+
+
 def _api_page(module: str, homes: dict[str, str]) -> str:
     """A module's page: its docstring and the names it documents (those it defines and
     exports, and those it defines that another module exports); a name documented on
@@ -73,6 +86,9 @@ def _api_page(module: str, homes: dict[str, str]) -> str:
              "      show_submodules: false"]
     if hasattr(mod, "__all__"):
         lines.append(f"      members: [{', '.join(own)}]" if own else "      members: false")
+    inherited = _from_private_bases([getattr(mod, n, None) for n in own])
+    if inherited:
+        lines.append(f"      inherited_members: [{', '.join(inherited)}]")
     if elsewhere:
         lines += ["", "## Also exported here", ""]
         lines += [f"- [`{n}`]({page}.md#{page}.{n})" for n, page in elsewhere]
