@@ -96,6 +96,13 @@ def test_discrete_gaussian_variance_is_exact_and_below_sigma2():
         assert discrete_gaussian_variance(s2) <= s2 * (1 + 1e-12)
 
 
+@pytest.mark.parametrize("bad", [-1.0, 0.0, math.inf, math.nan])
+def test_discrete_gaussian_variance_refuses_a_bad_sigma2(bad):
+    # -1 used to reach math.sqrt in the support and fail with "math domain error"
+    with pytest.raises(ParameterError, match="sigma2 must be a finite number > 0"):
+        discrete_gaussian_variance(bad)
+
+
 def test_discrete_gaussian_tail_bound_holds_for_the_sum():
     s2, count, f = 0.5, 6, 10
     b = discrete_gaussian_tail_bound(s2, count, f)

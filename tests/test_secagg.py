@@ -196,3 +196,11 @@ def test_views_name_each_rounds_stage(capsys, monkeypatch):
         if r != 3:  # share-keys travel between clients: the server sees none
             assert f"{r} {stage}" in out, stage
     assert "3 share-keys" not in out
+
+
+def test_modpow_matches_pow_and_refuses_a_negative_exponent():
+    rng = np.random.default_rng(3)
+    base, exp = rng.integers(0, crypto.PRIME, 50), rng.integers(0, 1 << 40, 50)
+    assert crypto.modpow(base, exp).tolist() == [pow(int(b), int(e), crypto.PRIME) for b, e in zip(base, exp)]
+    with pytest.raises(ParameterError, match="exp must be >= 0"):  # used to loop for ever: -1 >> 1 == -1
+        crypto.modpow(3, np.array([2, -1]))

@@ -137,7 +137,7 @@ def discrete_gaussian_variance(sigma2: float) -> float:
     >>> round(discrete_gaussian_variance(0.25), 4), round(discrete_gaussian_variance(4.0), 9)
     (0.215, 4.0)
     """
-    k = _support(sigma2)
+    k = _support(_checks.positive("sigma2", sigma2, scalar=True))
     return float((discrete_gaussian_pmf(k, sigma2) * k.astype(float) ** 2).sum())
 
 

@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from privsim.errors import ParameterError
+
 __all__ = ["GENERATOR", "PRIME", "agree", "lagrange_at_zero", "modpow", "prg", "public_key", "secret_keys",
            "shamir_share", "shamir_reconstruct"]
 
@@ -52,12 +54,14 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 def modpow(base: Any, exp: Any, p: int = PRIME) -> np.ndarray:
-    """``base ** exp mod p`` elementwise (p < 2^31, so every product fits in int64).
+    """``base ** exp mod p`` elementwise (p < 2^31, so every product fits in int64; exp >= 0).
 
     >>> modpow(np.array([3, 7]), np.array([4, 2]), 11).tolist()
     [4, 5]
     """
     base, exp = np.broadcast_arrays(np.asarray(base, dtype=np.int64) % p, np.asarray(exp, dtype=np.int64))
+    if (exp < 0).any():  # the square-and-multiply loop below would never end (-1 >> 1 == -1)
+        raise ParameterError(f"exp must be >= 0 (got {int(exp.min())})")
     out = np.ones_like(base)
     while exp.any():
         out = np.where(exp & 1, out * base % p, out)
