@@ -41,11 +41,13 @@ from privsim.cli_support import (
 from privsim.errors import ParameterError, PrivsimError
 from privsim.interrupts import interrupted
 from privsim.network.schedule import parse_coalition
-from privsim.plan import DEFAULT_AUDIT_TRIALS, audit_split, plan_audit, plan_run
+from privsim.plan import DEFAULT_AUDIT_TRIALS, audit_split, plan_audit, plan_run, resolve_transport
 from privsim.protocols import REGISTRY
 from privsim.protocols.loading import plugin_class, plugins
 from privsim.scenario import RunSpec, load_scenario, make_inputs, parse_params, read_scenario_text
 from privsim.simulate import run_plan, simulate
+from privsim.transport import TcpTransport
+from privsim.transport.party import main as party_main
 
 __all__ = ["app", "main"]
 
@@ -268,12 +270,8 @@ def run(
 
 def _transport(name: str, timeout: float | None) -> Any:
     """``--transport`` and ``--timeout`` as what :func:`~privsim.simulate.simulate` takes."""
-    if name == "local":
-        if timeout is not None:
-            raise ParameterError("--timeout applies only with --transport tcp")
-        return "local"
-    from privsim.transport import TcpTransport, resolve_transport
-
+    if name == "local" and timeout is not None:
+        raise ParameterError("--timeout applies only with --transport tcp")
     transport = resolve_transport(name)
     return transport if timeout is None else TcpTransport(timeout=timeout)
 
@@ -290,8 +288,6 @@ def party(
     Prints one JSON line (messages, bits, rounds and bytes on the wire of this party, or the
     error that stopped the run, naming the party and the round); exit code 2 on failure.
     """
-    from privsim.transport.party import main as party_main
-
     code = party_main(["--id", party_id, "--peers", str(peers), *(["--result", str(result)] if result else [])])
     if code:
         sys.exit(code)  # the party printed its one line already

@@ -39,6 +39,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from privsim import resources
 from privsim.errors import ParameterError
 from privsim.interrupts import Interrupted, interrupt, interrupted
 
@@ -144,8 +145,6 @@ def check_resources(n: int, trials: int, build: Callable[[], T], *, executor: st
     Traceback (most recent call last):
     privsim.errors.ResourceError: n, trials: this run needs about 4.4 TiB of memory (estimated), above the 4.0 GiB ...
     """
-    from privsim import resources
-
     limit = resources.parse_size(max_memory) if max_memory is not None else resources.available_memory()
     seconds = resources.parse_duration(max_time) if max_time is not None else None
     w = resources.cpu_workers(executor, workers)

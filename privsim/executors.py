@@ -37,6 +37,7 @@ from typing import Any
 
 import cloudpickle
 
+from privsim import errors
 from privsim.errors import ExecutorError, ParameterError, PrivsimError
 from privsim.interrupts import Interrupted, check_interrupted, interrupt, interrupted
 
@@ -146,8 +147,6 @@ def _init_worker() -> None:
 
 
 def _unpack(result: tuple[Any, ...], index: int, where: str) -> Any:
-    from privsim import errors
-
     kind, *rest = result
     if kind == "ok":
         return rest[0]

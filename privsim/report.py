@@ -30,9 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from privsim.display import new_figure, number_text
+from privsim.display import estimate_figure, new_figure, number_text, view_html
 from privsim.errors import ParameterError
+from privsim.network.messages import message_bits
 from privsim.scenario import RunSpec, make_inputs
+from privsim.simulate import simulate
 
 __all__ = ["REPORT_SECTIONS", "build_report", "check_report_path", "schedule_figure", "write_report"]
 
@@ -139,8 +141,6 @@ def schedule_figure(schedule: Any, t: int, coalition: Any = (), seed: int = 0) -
 
 
 def _per_round_bits(res: Any) -> list[int]:
-    from privsim.network.messages import message_bits
-
     return [sum(message_bits(v, res.trials) for inbox in rnd.values() for v in inbox.values())
             for rnd in (res.transcript or [])]
 
@@ -188,9 +188,6 @@ def build_report(spec: RunSpec, *, trials: int | None = None) -> str:
     >>> [s for s in REPORT_SECTIONS if f"<section id='{s}'>" in page]
     ['scenario', 'schedule', 'cost', 'estimates', 'view']
     """
-    from privsim.display import estimate_figure, view_html
-    from privsim.simulate import simulate
-
     spec = spec.with_overrides(trials=trials)  # None: the scenario's
     if spec.n is None or spec.n < 1:
         raise ParameterError("n is required (n = ... in the scenario)")

@@ -137,19 +137,17 @@ class SimulationResult:
     def summary(self) -> dict[str, Any]:
         """The fields of the ``privsim run --json`` contract (README, "CLI reference")."""
         return {
-            "protocol": self.protocol.name,
-            "n": self.n,
-            "t": self.t,
-            "trials": self.trials,
-            "seed": self.seed,
-            "params": self.protocol.parameters,
-            "rounds": self.rounds,
-            "messages": self.messages,
-            "bits": self.bits,
+            **_run_fields(self),
             **accuracy_summary(self.estimate, self.true_value),
             **({} if self.wire_bytes is None else {"wire_bytes": self.wire_bytes}),
             **{k: float(np.mean(v)) for k, v in (self.protocol.run_counts(self.outputs, self.n, self.t) or {}).items()},
         }
+
+
+def _run_fields(res: SimulationResult | RunSummary) -> dict[str, Any]:
+    # What both summaries open with, in the contract's order.
+    return {"protocol": res.protocol.name, "n": res.n, "t": res.t, "trials": res.trials, "seed": res.seed,
+            "params": res.protocol.parameters, "rounds": res.rounds, "messages": res.messages, "bits": res.bits}
 
 
 def simulate(protocol: Protocol, inputs: Any = None, *, trials: int = 1, seed: int | None = None,
@@ -322,9 +320,8 @@ class RunSummary:
     def summary(self) -> dict[str, Any]:
         """The fields of the ``privsim run --json`` contract (README, "CLI reference"), plus details."""
         return {
-            "protocol": self.protocol.name, "n": self.n, "t": self.t, "trials": self.trials, "seed": self.seed,
-            "params": self.protocol.parameters, "rounds": self.rounds, "messages": self.messages, "bits": self.bits,
-            "schedule_messages": self.schedule_messages, **accuracy_summary(self.estimate, self.true_value),
+            **_run_fields(self), "schedule_messages": self.schedule_messages,
+            **accuracy_summary(self.estimate, self.true_value),
             "executor": self.executor, "batches": self.batches,
             **({} if self.series_error_std is None else {
                 "series_steps": int(self.series_error_std.size),

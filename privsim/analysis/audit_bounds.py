@@ -76,19 +76,15 @@ def clopper_pearson(k: int | np.ndarray, n: int | np.ndarray, alpha: float, side
         raise ParameterError(f"alpha must be in (0, 1), got {alpha}")
     if np.any(n_arr < 1) or np.any(k_arr < 0) or np.any(k_arr > n_arr):
         raise ParameterError("clopper_pearson needs n >= 1 and 0 <= k <= n")
-    if side == "lower":
-        # Lower bound = alpha-quantile of Beta(k, n - k + 1) (Clopper & Pearson 1934).
-        safe_k = np.where(k_arr > 0, k_arr, 1.0)
-        bound = np.where(k_arr > 0, special.betaincinv(safe_k, n_arr - safe_k + 1, alpha), 0.0)
-    elif side == "upper":
-        # Upper bound = (1 - alpha)-quantile of Beta(k + 1, n - k); written through the
-        # lower tail of the complement count so tiny alpha keeps its precision.
-        miss = n_arr - k_arr
-        safe_miss = np.where(miss > 0, miss, 1.0)
-        lower_of_miss = special.betaincinv(safe_miss, n_arr - safe_miss + 1, alpha)
-        bound = np.where(miss > 0, 1.0 - lower_of_miss, 1.0)
-    else:
+    if side not in ("lower", "upper"):
         raise ParameterError(f"side must be 'lower' or 'upper', got {side!r}")
+    # Lower bound = alpha-quantile of Beta(k, n - k + 1) (Clopper & Pearson 1934). Upper
+    # bound = (1 - alpha)-quantile of Beta(k + 1, n - k); written as 1 minus the lower
+    # bound of the complement count so tiny alpha keeps its precision.
+    count = k_arr if side == "lower" else n_arr - k_arr
+    safe = np.where(count > 0, count, 1.0)
+    lower = np.where(count > 0, special.betaincinv(safe, n_arr - safe + 1, alpha), 0.0)
+    bound = lower if side == "lower" else 1.0 - lower
     return float(bound) if bound.ndim == 0 else bound
 
 

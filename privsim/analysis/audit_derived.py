@@ -623,18 +623,12 @@ def propose_derived(x: np.ndarray, xp: np.ndarray, columns: Sequence[str], disti
     pooled = np.concatenate([fit_x.T, fit_xp.T], axis=1).T  # (column-major, in one copy)
     cols = _Columns.of(pooled, distinct)
     names = list(columns)
-    candidates: list[tuple[str, tuple[Term, ...]]] = []
-    if "atoms" in families:
-        candidates += [("atoms", t) for t in _atoms(fit_x, fit_xp, names, cols)]
-    if "bits" in families:
-        candidates += [("bits", (t,)) for t in _bit_terms(pooled, names, cols)]
-    if "parities" in families:
-        candidates += [("parities", t) for t in _parities(*_parity_bases(pooled, names, cols), fit_x, fit_xp)]
-    if "shares" in families:
-        candidates += [("shares", t) for t in _shares(fit_x, fit_xp, names, cols, moduli)]
-    if "magnitudes" in families:
-        candidates += [("magnitudes", t)
-                       for t in _magnitudes(fit_x, fit_xp, names, cols, delta, confidence, n_estimate)]
+    build = {"atoms": lambda: _atoms(fit_x, fit_xp, names, cols),
+             "bits": lambda: [(t,) for t in _bit_terms(pooled, names, cols)],
+             "parities": lambda: _parities(*_parity_bases(pooled, names, cols), fit_x, fit_xp),
+             "shares": lambda: _shares(fit_x, fit_xp, names, cols, moduli),
+             "magnitudes": lambda: _magnitudes(fit_x, fit_xp, names, cols, delta, confidence, n_estimate)}
+    candidates = [(family, terms) for family in FAMILIES if family in families for terms in build[family]()]
     if not candidates:
         return None
     top = _best(candidates, fit_x, fit_xp, delta, confidence, n_estimate, _TOP)

@@ -319,16 +319,14 @@ class _OutcomeTable:
         row_total = self.hits_x + self.hits_xp
         group_total = np.bincount(group, weights=row_total)
         statistic = 0.0
+        labels = 0  # per group, how many of the two labels are seen in it
         for hits in (self.hits_x, self.hits_xp):
             group_hits = np.bincount(group, weights=hits)
+            labels = labels + (group_hits > 0)
             expected = row_total * group_hits[group] / group_total[group]
             present = hits > 0
             statistic += 2.0 * float(np.sum(hits[present] * np.log(hits[present] / expected[present])))
-        values = np.bincount(group)
-        labels = (np.bincount(group, weights=self.hits_x) > 0).astype(int) + (
-            np.bincount(group, weights=self.hits_xp) > 0
-        )
-        dof = int(np.sum((values - 1) * (labels - 1)))
+        dof = int(np.sum((np.bincount(group) - 1) * (labels - 1)))
         return 1.0 if dof == 0 else float(stats.chi2.sf(statistic, dof))
 
 

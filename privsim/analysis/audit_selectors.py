@@ -540,15 +540,15 @@ def _pick_alpha(confidence: float, n_select: int, n_estimate: int) -> float:
     return float(stats.norm.sf(z))
 
 
-def _threshold_proposal(score: ScoreFn, cut_x: np.ndarray, cut_xp: np.ndarray, delta: float,
-                        confidence: float, n_estimate: int) -> ThresholdEvent | None:
-    """Calibrate ``score`` on the cut rows and cut it (see :func:`_smooth_cut`)."""
+def _threshold_proposal(name: str, score: ScoreFn, cut_x: np.ndarray, cut_xp: np.ndarray,
+                        p: _Proposal) -> tuple[str, ThresholdEvent] | None:
+    """Calibrate ``score`` on the cut rows and cut it (see :func:`_smooth_cut`): selector ``name``'s proposal."""
     s_x, s_xp = np.asarray(score(cut_x), dtype=float), np.asarray(score(cut_xp), dtype=float)
     fit = _calibrate(s_x, s_xp)
     if fit is None:
         return None
-    cut = _smooth_cut(fit[0] * s_x + fit[1], fit[0] * s_xp + fit[1], delta, confidence, n_estimate)
-    return None if cut is None else ThresholdEvent(cut, ">=", name="score", score=CalibratedScore(score, *fit))
+    cut = _smooth_cut(fit[0] * s_x + fit[1], fit[0] * s_xp + fit[1], p.delta, p.confidence, p.n_estimate)
+    return None if cut is None else (name, ThresholdEvent(cut, ">=", name="score", score=CalibratedScore(score, *fit)))
 
 
 # --------------------------------------------------------------------------------------
@@ -667,10 +667,10 @@ def _propose_naive_bayes(p: _Proposal) -> tuple[str, Event] | None:
         return None
     score = BinnedScore(tuple(p.columns[c] for c, _, _ in kept), tuple(c for c, _, _ in kept),
                         tuple(e for _, e, _ in kept), tuple(w for _, _, w in kept))
-    event = _threshold_proposal(score, cut_x, cut_xp, p.delta, p.confidence, p.n_estimate)
-    if event is None:
-        return None
-    return "naive-bayes", _as_outcomes(event, score, np.concatenate([fit_x, fit_xp])) if len(kept) == 1 else event
+    made = _threshold_proposal("naive-bayes", score, cut_x, cut_xp, p)
+    if made is None or len(kept) > 1:
+        return made
+    return "naive-bayes", _as_outcomes(made[1], score, np.concatenate([fit_x, fit_xp]))
 
 
 def _as_outcomes(event: ThresholdEvent, score: BinnedScore, pooled: np.ndarray) -> Event:
@@ -694,8 +694,7 @@ def _propose_logistic(p: _Proposal) -> tuple[str, Event] | None:
     if len(p.distinct) < 2:
         return None
     score = fit_logistic_score(p.x, p.xp, p.columns, max_rows=len(p.x))
-    event = _threshold_proposal(score, p.x, p.xp, p.delta, p.confidence, p.n_estimate)
-    return None if event is None else ("logistic-lr", event)
+    return _threshold_proposal("logistic-lr", score, p.x, p.xp, p)
 
 
 def _low_cardinality(views_x: np.ndarray, views_xp: np.ndarray,
@@ -814,8 +813,7 @@ def _propose_trees(p: _Proposal) -> tuple[str, Event] | None:
     with _one_thread():
         model.fit(design, labels)
     score = TreeScore(model, indices, moduli, names, _used_features(model, len(indices)))
-    event = _threshold_proposal(score, cut_x, cut_xp, p.delta, p.confidence, p.n_estimate)
-    return None if event is None else ("trees", event)
+    return _threshold_proposal("trees", score, cut_x, cut_xp, p)
 
 
 def _used_features(model: Any, n_features: int) -> tuple[int, ...]:

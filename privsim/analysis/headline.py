@@ -359,7 +359,7 @@ def plot_headline(path: str | Path, data: dict[str, Any]) -> None:
     >>> f = os.path.join(tempfile.mkdtemp(), "h.png"); plot_headline(f, d); os.path.getsize(f) > 0
     True
     """
-    from privsim.analysis.plots import _pyplot
+    from privsim.analysis.plots import _pyplot, _save
 
     plt = _pyplot()
     ns = np.asarray(data["ns"], dtype=float)
@@ -383,9 +383,7 @@ def plot_headline(path: str | Path, data: dict[str, Any]) -> None:
     _format(ax_msg, "n (parties)", "messages per run", f"messages ({t_label})")
     _format(ax_map, "messages per party", "rmse of the estimate of SUM",
             f"error against messages per party ({t_label}; each line runs over n)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, str(path), dpi=110)
 
 
 def load_headline_scenario(path: str | Path) -> dict[str, Any]:

@@ -18,7 +18,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def _save(plt: Any, fig: Any, path: str) -> None:
+def _save(plt: Any, fig: Any, path: str, dpi: int = 120) -> None:
     # Laid out, written next to the target, then renamed: an interrupted or failed save
     # leaves no half-written figure (and no temporary file). Then the figure is closed.
     import os
@@ -29,7 +29,7 @@ def _save(plt: Any, fig: Any, path: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=os.path.splitext(path)[1])
     os.close(fd)
     try:
-        fig.savefig(tmp, dpi=120)
+        fig.savefig(tmp, dpi=dpi)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 is for the temporary; the figure is the user's

@@ -16,7 +16,7 @@ from typing import Literal
 
 from scipy import optimize
 
-__all__ = ["safe_root", "doubled_root"]
+__all__ = ["doubled_root", "safe_root", "smallest_epsilon"]
 
 
 def safe_root(excess: Callable[[float], float], lo: float, hi: float, *, safe: Literal["lo", "hi"],
@@ -76,3 +76,13 @@ def doubled_root(excess: Callable[[float], float], lo: float, hi: float, *, safe
     while sign * excess(hi) > 0.0:
         lo, hi = (lo if keep_lo else hi), 2.0 * hi
     return safe_root(excess, lo, hi, safe=safe, xtol=xtol, rtol=rtol)
+
+
+def smallest_epsilon(delta_of: Callable[[float], float], delta: float, cap: float, *, beyond: float | None = None,
+                     tol: float = 1e-10) -> float:
+    """The smallest epsilon in [0, cap] with delta_of(epsilon) <= delta (delta_of decreases), else ``beyond`` (cap)."""
+    if delta_of(0.0) <= delta:
+        return 0.0
+    if delta_of(cap) > delta:
+        return cap if beyond is None else beyond
+    return safe_root(lambda e: delta_of(e) - delta, 0.0, cap, safe="hi", xtol=tol, rtol=tol)

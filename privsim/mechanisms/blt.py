@@ -65,13 +65,11 @@ _MAX_T = 1 << MAX_HEIGHT
 
 def _geom(log_p: NDArray[np.float64], n: float) -> NDArray[np.float64]:
     """sum_{i<n} p^i for p = exp(log_p) <= 1, without cancellation near p = 1."""
-    log_p = np.asarray(log_p, dtype=np.float64)
     return np.divide(np.expm1(n * log_p), np.expm1(log_p), out=np.full(log_p.shape, float(n)), where=log_p < 0)
 
 
 def _geom_sum(log_p: NDArray[np.float64], T: int) -> NDArray[np.float64]:
     """sum_{n<T} sum_{i<n} p^i = (T - G(p, T)) / (1 - p), T(T-1)/2 at p = 1."""
-    log_p = np.asarray(log_p, dtype=np.float64)
     return np.divide(T - _geom(log_p, T), -np.expm1(log_p), out=np.full(log_p.shape, T * (T - 1) / 2.0),
                      where=log_p < 0)
 

@@ -54,7 +54,7 @@ import numpy as np
 from scipy import stats
 
 from privsim.mechanisms import _checks
-from privsim.mechanisms._roots import safe_root
+from privsim.mechanisms._roots import safe_root, smallest_epsilon
 
 __all__ = ["IntegerLaw", "ddg_sigma2_for", "ddg_sum_law", "exact_delta", "exact_epsilon", "skellam_law",
            "skellam_mu_for"]
@@ -232,12 +232,7 @@ def exact_epsilon(law: IntegerLaw, sensitivity: int, delta: float, cap: float = 
     (True, 0.188)
     """
     delta = _checks.probability("delta", delta)
-    f = lambda e: exact_delta(law, sensitivity, e) - delta  # noqa: E731 -- decreasing in e
-    if f(0.0) <= 0:
-        return 0.0
-    if f(cap) > 0:
-        return math.inf
-    return safe_root(f, 0.0, cap, safe="hi", xtol=1e-9, rtol=1e-9)
+    return smallest_epsilon(lambda e: exact_delta(law, sensitivity, e), delta, cap, beyond=math.inf, tol=1e-9)
 
 
 def _smallest_scale(law_of: Callable[[float], IntegerLaw], sensitivity: int, epsilon: float, delta: float,

@@ -73,14 +73,13 @@ above gives 2^-57.5 for that example, and 2^-42.9 with 10 messages.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
 from scipy import special, stats
 
 from privsim.mechanisms import _checks
-from privsim.mechanisms._roots import safe_root
+from privsim.mechanisms._roots import safe_root, smallest_epsilon
 
 __all__ = [
     "SPLIT_MIX_WINDOW",
@@ -198,15 +197,6 @@ def _count_pmfs(h: int, p: float) -> tuple[np.ndarray, np.ndarray]:
     return p * shifted + (1 - p) * base, (1 - p) * shifted + p * base
 
 
-def _smallest_epsilon(delta_of: Callable[[float], float], delta: float, cap: float) -> float:
-    """The smallest epsilon in [0, cap] with delta_of(epsilon) <= delta (delta_of decreases)."""
-    if delta_of(0.0) <= delta:
-        return 0.0
-    if delta_of(cap) > delta:
-        return cap
-    return safe_root(lambda e: delta_of(e) - delta, 0.0, cap, safe="hi", xtol=1e-10, rtol=1e-10)
-
-
 @lru_cache(maxsize=256)
 def rr_count_epsilon(delta: float, eps0: float, honest: int) -> float:
     """The exact epsilon at ``delta`` of the count of ``honest`` randomized-response bits.
@@ -238,7 +228,7 @@ def rr_count_epsilon(delta: float, eps0: float, honest: int) -> float:
     0.323
     """
     delta = _checks.probability("delta", delta)
-    return _smallest_epsilon(lambda e: rr_count_delta(e, eps0, honest), delta, float(eps0))
+    return smallest_epsilon(lambda e: rr_count_delta(e, eps0, honest), delta, float(eps0))
 
 
 def _fmt_cutoff_gap(c: np.ndarray, epsilon: float, eps0: float) -> np.ndarray:
@@ -328,7 +318,7 @@ def fmt_epsilon(delta: float, eps0: float, n: int) -> float:
     0.545
     """
     delta = _checks.probability("delta", delta)
-    return _smallest_epsilon(lambda e: fmt_delta(e, eps0, n), delta, float(eps0))
+    return smallest_epsilon(lambda e: fmt_delta(e, eps0, n), delta, float(eps0))
 
 
 def fmt_closed_form(delta: float, eps0: float, n: int) -> float | None:

@@ -903,9 +903,8 @@ class FastGaMe(_GaussianNodes, _LazyTree):
         return values
 
     def _start_one(self, row: _Row) -> None:
-        p0 = self._sigma * self._normal1()
-        row[0] = p0
-        row[self.h] = p0 + self._tail_sd[self.h] * self._normal1()
+        row[0] = self._sigma * self._normal1()  # the root, then the h levels below it
+        self._tail_one(row, 0)
 
     def _bridge_one(self, row: _Row, a: int, m: int, c: int) -> None:
         row[m] = _bridge(row[a], row[c], a, m, c, self._sigma, self._normal1())
@@ -914,10 +913,8 @@ class FastGaMe(_GaussianNodes, _LazyTree):
         row[self.h] = row[m] + self._tail_sd[self.h - m] * self._normal1()
 
     def _start_many(self, flat: NDArray[np.float64], base: NDArray[np.int64]) -> None:
-        s, n = self._sigma, base.size
-        p0 = s * self._normals(n)
-        flat[base] = p0
-        flat[base + self.h] = p0 + s * self._sqrt_int[self.h] * self._normals(n)
+        flat[base] = self._sigma * self._normals(base.size)
+        self._tail_many(flat, base, np.zeros(base.size, dtype=np.int64))
 
     def _bridge_many(self, flat: NDArray[np.float64], base: NDArray[np.int64], a: NDArray[np.int64],
                      m: NDArray[np.int64], c: NDArray[np.int64]) -> None:

@@ -64,6 +64,7 @@ def parse_party(text: str | int, n: int, curator: bool, field: str = "coalition"
     >>> parse_party("2", 4, curator=False)
     2
     """
+    allowed = f"allowed: 0..{n - 1}" + (" or C" if curator else "")
     if isinstance(text, str):
         text = text.strip()
         if text.upper() == CURATOR:
@@ -73,13 +74,11 @@ def parse_party(text: str | int, n: int, curator: bool, field: str = "coalition"
         try:
             value = int(text)
         except ValueError:
-            raise ParameterError(f"{field}: {text!r} is not a party id (allowed: 0..{n - 1}"
-                                 + (" or C)" if curator else ")")) from None
+            raise ParameterError(f"{field}: {text!r} is not a party id ({allowed})") from None
     else:
         value = int(text)
     if not 0 <= value < n:
-        raise ParameterError(f"{field}: party {value} does not exist (allowed: 0..{n - 1}"
-                             + (" or C)" if curator else ")"))
+        raise ParameterError(f"{field}: party {value} does not exist ({allowed})")
     return value
 
 

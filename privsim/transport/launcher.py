@@ -39,7 +39,7 @@ from privsim.plan import Transport, TransportRun
 from privsim.protocols.base import Protocol
 from privsim.transport.framing import FrameError
 from privsim.transport.link import log
-from privsim.transport.party import CONNECT_TIMEOUT, PartyReport
+from privsim.transport.party import CONNECT_TIMEOUT, PartyReport, main
 from privsim.transport.peers import DEFAULT_TIMEOUT, PeersConfig
 
 if TYPE_CHECKING:
@@ -296,9 +296,6 @@ class _Forked:
 
     def __init__(self, argv: list[str], log_path: Path, others: list[socket.socket],
                  parent_fds: tuple[int, ...], mask: set[signal.Signals]) -> None:
-        from privsim import resources  # noqa: F401  # what every party imports first (_check_run): once, here
-        from privsim.transport.party import main
-
         sys.stdout.flush()
         sys.stderr.flush()
         self.returncode: int | None = None

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import trio
 
-from privsim import errors
+from privsim import errors, resources
 from privsim.errors import ParameterError, PartyFailure, PrivsimError
 from privsim.network.messages import Inbox
 from privsim.network.schedule import CURATOR, Schedule, id_key, parse_party
@@ -307,8 +307,6 @@ def _start_barrier(fds: str) -> None:
 
 def _check_run(cfg: PeersConfig, result: str | None) -> None:
     """Refuse, before any work, a run this party cannot afford or whose report it cannot write."""
-    from privsim import resources
-
     # The run's floor (the trials' results, one batch of every party): a bound on this party's
     # share; the trials alone first, so that an absurd count is refused without planning batches.
     limit = resources.available_memory()
