@@ -253,6 +253,19 @@ def _signal_all(pids: Iterable[int], sig: int) -> None:
             os.kill(pid, sig)
 
 
+def _submit(pool: ProcessPoolExecutor, blobs: list[Task | None]) -> list[Any]:
+    """Hand the batches to the pool; a batch the pool refused is None. A worker that dies on
+    one batch while later ones are still handed out breaks the pool under the submitting
+    loop: the results' loop then rebuilds it and runs those batches again."""
+    futures: list[Any] = []
+    for blob in blobs:
+        try:
+            futures.append(pool.submit(_run_blob, blob))
+        except BrokenProcessPool:
+            return futures + [None] * (len(blobs) - len(futures))
+    return futures
+
+
 class ProcessExecutor(Executor):
     """A pool of worker processes on this machine (default: one per core), each limited
     to one thread in numerical libraries (OpenBLAS, MKL, OpenMP) so they do not
@@ -297,12 +310,14 @@ class ProcessExecutor(Executor):
         if self._ended:  # its workers were stopped: a fresh pool
             self.close()
         pool = self._get_pool()
-        futures = [pool.submit(_run_blob, b) for b in blobs]
+        futures = _submit(pool, blobs)
         return _Submitted(self._results(blobs, futures, pool), lambda: [f.cancel() for f in futures if f is not None])
 
     def _results(self, blobs: list[Task | None], futures: list[Any], pool: ProcessPoolExecutor) -> Iterator[Any]:
         for index, fut in enumerate(futures):
             try:
+                if fut is None:
+                    raise BrokenProcessPool("the pool broke before this batch was submitted")
                 blob = fut.result()
             except (BrokenProcessPool, CancelledError):
                 # A worker died (killed, out of memory), or the pool was rebuilt under
@@ -320,7 +335,7 @@ class ProcessExecutor(Executor):
                 except (BrokenProcessPool, CancelledError) as exc:
                     raise ExecutorError(f"batch {index}: a worker process died twice; the run is incomplete "
                                         "and no result is reported") from exc
-                futures[index + 1:] = [pool.submit(_run_blob, b) for b in blobs[index + 1:]]
+                futures[index + 1:] = _submit(pool, blobs[index + 1:])
             except Interrupted as exc:  # end_workers() stopped it (the caller is being interrupted)
                 if interrupted() is not None:  # the command's own signal: it unwinds as interrupted
                     raise

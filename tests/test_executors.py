@@ -272,6 +272,30 @@ class DiesOnce(RandomizedResponse):
         await super().party(ctx)
 
 
+def test_a_pool_broken_while_batches_are_handed_out_runs_them_again(monkeypatch):
+    # A worker that dies on one batch while the map still submits later ones breaks the pool
+    # under the submitting loop (CI saw BrokenProcessPool raised by submit() itself in
+    # test_audit_survives_a_worker_death[processes-8]). Here the second submit() refuses.
+    from concurrent.futures.process import BrokenProcessPool
+
+    ex = ProcessExecutor(workers=1)
+    pool = ex._get_pool()
+    real, calls = pool.submit, []
+
+    def submit(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise BrokenProcessPool("a worker died while the batches were handed out")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pool, "submit", submit)
+    try:
+        assert list(ex.map(abs, [-1, -2, -3])) == [1, 2, 3]
+        assert ex._pool is not pool  # rebuilt
+    finally:
+        ex.close()
+
+
 @pytest.mark.parametrize("die_at", [0, 8])
 @pytest.mark.parametrize("kind", ["processes", "dask"])
 def test_audit_survives_a_worker_death(kind, die_at, dask_executor, reference, tmp_path):
