@@ -409,13 +409,11 @@ class DaskExecutor(Executor):
             raise ExecutorError(f"dask: cannot reach the scheduler {scheduler!r}: {exc}") from None
         self.workers = len(self._client.scheduler_info().get("workers", {})) or 1
 
-    def _worker_pids(self) -> list[int]:
-        # The worker processes our LocalCluster's nannies started (none for a remote scheduler's).
-        nannies = list(getattr(self._cluster, "workers", {}).values()) if self._cluster is not None else []
-        return [pid for pid in (getattr(nanny, "pid", None) for nanny in nannies) if pid]
-
     def _end_workers(self) -> None:
-        _signal_all(self._worker_pids(), signal.SIGKILL)  # the scheduler reruns or reports the lost tasks
+        # Kills the worker processes our LocalCluster's nannies started (none for a remote scheduler's: no
+        # _cluster); the scheduler reruns or reports the lost tasks.
+        nannies = list(getattr(self._cluster, "workers", {}).values())
+        _signal_all([pid for pid in (getattr(nanny, "pid", None) for nanny in nannies) if pid], signal.SIGKILL)
 
     #: Seconds a result may take before the executor asks whether the cluster still works
     #: on it (see :meth:`_wait`).

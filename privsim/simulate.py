@@ -102,7 +102,11 @@ class SimulationResult:
         """
         members = parse_coalition(coalition, self.n, self.protocol.has_curator)
         if members == PUBLIC_COALITION:
-            return self._public_view()
+            # The outside observer sees the published outputs and nothing else: no input, no
+            # seed, no message (docs/architecture.md, "Claims and verdicts").
+            published = self.protocol.publishes(self.n, self.t)
+            return View(coalition=PUBLIC_COALITION, trials=self.trials, inputs={}, seeds={}, randomness={},
+                        messages=[], outputs={p: self.outputs[p] for p in published if p in self.outputs})
         if self._transcript is None:
             raise ViewNotRecorded("this run recorded no transcript (record=False)")
         mem = set(members)
@@ -126,13 +130,6 @@ class SimulationResult:
             messages=messages,
             outputs={m: self.outputs[m] for m in members if m in self.outputs},
         )
-
-    def _public_view(self) -> View:
-        # The outside observer sees the published outputs and nothing else: no input, no
-        # seed, no message (docs/architecture.md, "Claims and verdicts").
-        published = self.protocol.publishes(self.n, self.t)
-        return View(coalition=PUBLIC_COALITION, trials=self.trials, inputs={}, seeds={}, randomness={},
-                    messages=[], outputs={p: self.outputs[p] for p in published if p in self.outputs})
 
     def summary(self) -> dict[str, Any]:
         """The fields of the ``privsim run --json`` contract (README, "CLI reference")."""

@@ -37,11 +37,6 @@ def flatten_value(value: Any, trials: int) -> np.ndarray:
     return np.broadcast_to(arr.reshape(1, -1).astype(np.float64), (trials, max(arr.size, 1)))
 
 
-def _named(prefix: str, block: np.ndarray) -> list[str]:
-    k = block.shape[1]
-    return [prefix] if k == 1 else [f"{prefix}[{j}]" for j in range(k)]
-
-
 @dataclass(frozen=True)
 class View:
     """The view of a coalition over ``trials`` runs.
@@ -92,7 +87,7 @@ class View:
             def add(prefix: str, value: Any) -> None:
                 b = flatten_value(value, self.trials)
                 blocks.append(b)
-                names.extend(_named(prefix, b))
+                names.extend([prefix] if b.shape[1] == 1 else [f"{prefix}[{j}]" for j in range(b.shape[1])])
 
             for m in self.coalition:
                 if m in self.inputs:
@@ -115,11 +110,7 @@ class View:
         features into rows)."""
         blocks, _ = self._blocks()
         out = np.empty((self.trials, sum(b.shape[1] for b in blocks)), order="F")
-        col = 0
-        for block in blocks:
-            out[:, col:col + block.shape[1]] = block
-            col += block.shape[1]
-        return out
+        return np.concatenate(blocks, axis=1, out=out) if blocks else out
 
     def columns(self) -> list[str]:
         """Names of the columns of :meth:`to_array`: ``input i``, ``rand i#k``,

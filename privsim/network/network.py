@@ -79,10 +79,6 @@ class _Cohort(NamedTuple):
     ids: np.ndarray
     outbox: CohortOutbox
 
-    @property
-    def k(self) -> int:
-        return len(self.ids)
-
 
 class SyncNetwork:
     """Synchronous point-to-point network enforcing an oblivious :class:`Schedule`.
@@ -133,7 +129,7 @@ class SyncNetwork:
         self._owner = np.full(n, -1, dtype=np.int64)  # party -> index of its cohort (-1: its own task)
         self._position = np.zeros(n, dtype=np.int64)  # party -> its position in the cohort
         for index, c in enumerate(self._cohorts.values()):
-            self._owner[c.ids], self._position[c.ids] = index, np.arange(c.k)
+            self._owner[c.ids], self._position[c.ids] = index, np.arange(len(c.ids))
         self._keys = list(self._cohorts)
         self._ids = [*ids, *self._cohorts]
         self._live = len(self._ids)
@@ -186,13 +182,12 @@ class SyncNetwork:
         receivers, keep, trials = self.schedule.receivers, self.record, self.trials
         boxes: dict[int | str, dict] = {}  # plain dicts while filling; read-only Inboxes below
         for sender, outbox in self._outboxes.items():
+            exp = receivers(r, sender)
             if not outbox.to:
-                exp = receivers(r, sender)
                 if exp:
                     check_outbox(r, sender, [], exp)  # names the first receiver it owed a message
                 continue
             tos, vals, bits = outbox.take()
-            exp = receivers(r, sender)
             if tos != exp:
                 check_outbox(r, sender, tos, exp)
             for to, v in zip(tos, vals):
@@ -268,7 +263,7 @@ class SyncNetwork:
             if any(type(s) is not int for s in keys) or any(a > b for a, b in zip(keys, keys[1:])):
                 box = dict(sorted(box.items(), key=lambda item: id_key(item[0])))  # ordered by sender
             boxes[d] = box
-        return {key: CohortInbox(c.k, trials, entries[key]) for key, c in self._cohorts.items()}
+        return {key: CohortInbox(len(c.ids), trials, entries[key]) for key, c in self._cohorts.items()}
 
     def _member_of(self, pid: int | str) -> tuple[Any, int] | None:
         """``(cohort key, position)`` of a cohort's member, None for an own-task party."""

@@ -227,8 +227,7 @@ class Schedule:
     @cached_property
     def rounds(self) -> int:
         """Number of rounds (the last round with a message)."""
-        return max((r for r, out in enumerate(self._rounds, start=1)
-                    if (self._codes[r].size if out is None else out)), default=0)
+        return max((r for r in range(1, len(self._rounds) + 1) if self._round_size(r)), default=0)
 
     @cached_property
     def messages(self) -> int:
@@ -307,13 +306,7 @@ class Schedule:
             return sort_ids(self._graph.neighbors(party))
         if party not in party_ids(self.n, self.curator):
             raise ParameterError(f"schedule: party {party!r} does not exist")
-        found: set[int | str] = set()
-        for r in range(1, len(self._rounds) + 1):
-            for s, ds in self._round_map(r).items():
-                if s == party:
-                    found.update(ds)
-                elif party in ds:
-                    found.add(s)
+        found = {d if s == party else s for _, s, d in self.triples() if party in (s, d)}
         return sort_ids(found)
 
     def __repr__(self) -> str:

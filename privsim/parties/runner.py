@@ -118,24 +118,20 @@ def run_parties(backend: str, protocol: Any, contexts: list[PartyContext], net: 
     --------
     ``simulate(..., backend="asyncio")`` runs its parties through this on asyncio.
     """
+    tasks = [(net.watchdog,), *((run_party, protocol.curator if ctx.is_curator else protocol.party, ctx, net)
+                                for ctx in contexts), *((run_cohort, protocol, cctx, net) for cctx in cohorts)]
 
     async def main_trio() -> None:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(net.watchdog)
-            for ctx in contexts:
-                nursery.start_soon(run_party, protocol.curator if ctx.is_curator else protocol.party, ctx, net)
-            for cctx in cohorts:
-                nursery.start_soon(run_cohort, protocol, cctx, net)
+            for fn, *args in tasks:
+                nursery.start_soon(fn, *args)
 
     async def main_asyncio() -> None:
         loop, task = asyncio.get_running_loop(), asyncio.current_task()
         on_cancel(lambda: loop.call_soon_threadsafe(task.cancel))  # type: ignore[union-attr]
         async with asyncio.TaskGroup() as group:
-            group.create_task(net.watchdog())
-            for ctx in contexts:
-                group.create_task(run_party(protocol.curator if ctx.is_curator else protocol.party, ctx, net))
-            for cctx in cohorts:
-                group.create_task(run_cohort(protocol, cctx, net))
+            for fn, *args in tasks:
+                group.create_task(fn(*args))
 
     if backend == "trio":
         run_cancellable(main_trio)

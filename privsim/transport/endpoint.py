@@ -142,27 +142,24 @@ class TcpEndpoint:
         """Wait until every message scheduled to this party in round ``r`` is in."""
         expected = self._expected.get(r, [])
         got = self.slots.setdefault(r, {})
-        while True:
-            missing = [s for s in expected if s not in got]
-            if not missing:
-                break
-            s = missing[0]
-            state = self.closed.get(s)
-            if state == _BYE:
-                raise _blame(ScheduleViolation(
-                    f"round {r}: party {s} did not send its scheduled message to party {self.me} (round {r}, "
-                    f"sender {s}, receiver {self.me}); it had finished"), s)
-            if state is not None:
-                detail = "" if state == _LOST else f" ({state.removeprefix(_LOST + ': ')})"
-                raise _blame(PartyFailure(f"party {s} disconnected in round {r} before sending its message to "
-                                          f"party {self.me}{detail}", s, r), s)
-            self._wakeup = trio.Event()
-            with trio.move_on_after(self.timeout) as scope:
-                await self._wakeup.wait()
-            if scope.cancelled_caught:
-                raise _blame(PartyFailure(
-                    f"party {s} sent nothing in round {r} for {self.timeout:g} s (party {self.me} waits for its "
-                    "message; it hangs, or is slower than the timeout allows)", s, r), s)
+        for s in expected:  # in order: the first sender still missing is the one named
+            while s not in got:
+                state = self.closed.get(s)
+                if state == _BYE:
+                    raise _blame(ScheduleViolation(
+                        f"round {r}: party {s} did not send its scheduled message to party {self.me} (round {r}, "
+                        f"sender {s}, receiver {self.me}); it had finished"), s)
+                if state is not None:
+                    detail = "" if state == _LOST else f" ({state.removeprefix(_LOST + ': ')})"
+                    raise _blame(PartyFailure(f"party {s} disconnected in round {r} before sending its message to "
+                                              f"party {self.me}{detail}", s, r), s)
+                self._wakeup = trio.Event()
+                with trio.move_on_after(self.timeout) as scope:
+                    await self._wakeup.wait()
+                if scope.cancelled_caught:
+                    raise _blame(PartyFailure(
+                        f"party {s} sent nothing in round {r} for {self.timeout:g} s (party {self.me} waits for its "
+                        "message; it hangs, or is slower than the timeout allows)", s, r), s)
         inbox = Inbox(((s, got[s]) for s in sort_ids(expected)), owner=self.me, round=r)
         del self.slots[r]
         self._completed.add(r)

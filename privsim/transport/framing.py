@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -160,11 +161,8 @@ numbers, tuples and lists of them)
 def _encode(value: Any, parts: list[bytes], depth: int) -> None:
     if depth > _MAX_DEPTH:
         raise ParameterError(f"transport: values nest deeper than {_MAX_DEPTH} tuples/lists")
-    if isinstance(value, np.ndarray):
-        parts.append(_U8.pack(_ARRAY))
-        _encode_array(value, parts)
-    elif isinstance(value, np.generic):
-        parts.append(_U8.pack(_NPSCALAR))
+    if isinstance(value, (np.ndarray, np.generic)):
+        parts.append(_U8.pack(_ARRAY if isinstance(value, np.ndarray) else _NPSCALAR))
         _encode_array(np.asarray(value), parts)
     elif isinstance(value, bool):
         parts.append(_U8.pack(_BOOL) + _U8.pack(int(value)))
@@ -262,13 +260,10 @@ def _decode_array(buf: memoryview, pos: int) -> tuple[np.ndarray, int]:
     stop = _take(buf, end, 8 * ndim, "array shape")
     shape = tuple(_U64.unpack_from(buf, end + 8 * k)[0] for k in range(ndim))
     dtype = _DTYPES[code]
-    count = 0 if 0 in shape else 1
-    for s in shape if count else ():  # bounded by the bytes left: no overflow, no huge allocation
-        count *= s
-        if count * dtype.itemsize > len(buf):
-            raise FrameError(f"payload: array shape {shape} needs more bytes than the frame holds")
-    size = count * dtype.itemsize
-    end = _take(buf, stop, size, "array data")
+    count = math.prod(shape)  # an exact int, bounded by the frame's bytes: no huge allocation
+    if shape and count * dtype.itemsize > len(buf):
+        raise FrameError(f"payload: array shape {shape} needs more bytes than the frame holds")
+    end = _take(buf, stop, count * dtype.itemsize, "array data")
     if count == 0:  # frombuffer refuses an offset at the very end of the buffer
         try:
             arr = np.empty(shape, dtype=dtype)

@@ -113,14 +113,16 @@ async def _read_frame(reader: _Reader, key: bytes, session: bytes, max_payload: 
     return head, payload
 
 
-async def _preface(stream: trio.SocketStream, reader: _Reader) -> tuple[bytes, bytes]:
-    """Send our magic and nonce, read the other end's; returns (ours, theirs)."""
+async def _preface(stream: trio.SocketStream, accepting: bool) -> tuple[_Reader, bytes]:
+    """Send our magic and nonce, read the other end's; returns the reader and the session (acceptor's nonce first)."""
+    reader = _Reader(stream)
     ours = secrets.token_bytes(_NONCE)
     await stream.send_all(MAGIC + ours)
     data = await reader.exactly(_PREFACE)
     if data[: len(MAGIC)] != MAGIC:
         raise FrameError(f"connection preface {data[:len(MAGIC)]!r} is not {MAGIC!r}")
-    return ours, data[len(MAGIC):]
+    theirs = data[len(MAGIC):]
+    return reader, ours + theirs if accepting else theirs + ours
 
 
 async def accept_peer(stream: trio.SocketStream, me: int | str, key: bytes, waiting: dict[int | str, Any],
@@ -133,9 +135,7 @@ async def accept_peer(stream: trio.SocketStream, me: int | str, key: bytes, wait
     --------
     See ``test_unknown_peer_is_refused`` in tests/test_transport.py.
     """
-    reader = _Reader(stream)
-    ours, theirs = await _preface(stream, reader)
-    session = ours + theirs
+    reader, session = await _preface(stream, accepting=True)
     head, _ = await _read_frame(reader, key, session, 0)
     if head.kind != HELLO or head.seq != 0 or head.receiver != me:
         raise FrameError(f"expected a hello to party {me} (got kind {head.kind}, seq {head.seq}, "
@@ -177,10 +177,8 @@ async def connect_peer(address: tuple[str, int], me: int | str, peer: int | str,
                 raise PartyFailure(f"party {me} could not connect to party {peer} at {host}:{port} ({exc})",
                                    peer, 0) from None
             await trio.sleep(0.05)
-    reader = _Reader(stream)
     try:
-        mine, accepting = await _preface(stream, reader)
-        session = accepting + mine  # the accepting end's nonce first, as it computes it
+        reader, session = await _preface(stream, accepting=False)
         hello = frame(key, session, HELLO, 0, me, peer, 0)
         await stream.send_all(hello)
         head, _ = await _read_frame(reader, key, session, 0)

@@ -67,12 +67,10 @@ class LocalTransport(Transport):
         ids = party_ids(plan.n, plan.protocol.has_curator)
         seal(x)  # the engine's own copy: each party's input is a read-only slice of it, not a copy
         cohorts = self._cohorts(plan, x, net, seeder)
-        own = ids
-        if cohorts:
-            alone = np.ones(plan.n, dtype=bool)
-            for c in cohorts:
-                alone[c.ids] = False
-            own = [*np.flatnonzero(alone).tolist(), *ids[plan.n:]]  # and the curator, if any
+        alone = np.ones(plan.n, dtype=bool)
+        for c in cohorts:
+            alone[c.ids] = False
+        own = [*np.flatnonzero(alone).tolist(), *ids[plan.n:]]  # and the curator, if any
         outboxes = net.attach(own, cohorts)
         contexts = [PartyContext(pid, plan.n, plan.t, trials, None if pid == CURATOR else x[:, pid], net,
                                  rng_factory, outboxes[pid]) for pid in own]
@@ -90,29 +88,23 @@ class LocalTransport(Transport):
 
     def _collect(self, plan: RunPlan, ids: list, net: Any, contexts: list[PartyContext],
                  cohorts: list[CohortContext]) -> TransportRun:
-        """What the run produced: the parties' outputs and done rounds, the tapes, the counts."""
+        """What the run produced: the parties' outputs and done rounds, the recorded random tapes, the counts;
+        outputs and tapes in canonical id order, as the per-party run has them."""
         outputs = {c.id: c._output for c in contexts if c._output_round is not None}
         done_rounds = {c.id: c._done_round for c in contexts}
+        rngs = {c.id: c._rng for c in contexts if c._rng is not None}
         for c in cohorts:
             members = c.ids.tolist()
             if c.outputs is not None:
                 outputs.update(zip(members, (c.outputs[:, j] for j in range(c.k))))
             done_rounds.update(dict.fromkeys(members, c._done_round))
-        if cohorts:  # in canonical id order, as the per-party run has them
-            outputs = {p: outputs[p] for p in ids if p in outputs}
-        return TransportRun(
-            outputs=outputs, transcript=net.transcript if plan.recorded is not None else None,
-            draws=self._draws(ids, contexts, cohorts),
-            messages=net.messages, bits=net.bits, rounds=net.rounds_used, done_rounds=done_rounds)
-
-    @staticmethod
-    def _draws(ids: list, contexts: list[PartyContext], cohorts: list[CohortContext]) -> dict:
-        """The recorded random tapes: ``party id -> arrays drawn``, in canonical id order."""
-        rngs = {c.id: c._rng for c in contexts if c._rng is not None}
-        for c in cohorts:
             if c._rng is not None:
-                rngs.update(zip(c.ids.tolist(), c._rng._rngs))
-        return {p: rngs[p].draws for p in ids if p in rngs and rngs[p].draws is not None}
+                rngs.update(zip(members, c._rng._rngs))
+        return TransportRun(
+            outputs={p: outputs[p] for p in ids if p in outputs},
+            transcript=net.transcript if plan.recorded is not None else None,
+            draws={p: rngs[p].draws for p in ids if p in rngs and rngs[p].draws is not None},
+            messages=net.messages, bits=net.bits, rounds=net.rounds_used, done_rounds=done_rounds)
 
     def cohort_members(self, plan: RunPlan) -> list[tuple[str, np.ndarray]]:
         """Each cohort role's parties outside the recorded coalition and ``solo`` (ascending),
