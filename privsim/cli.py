@@ -460,24 +460,21 @@ def audit_cmd(
     spec = _spec(scenario, protocol, n, t, trials, seed, param, inputs)
     if trials is None and spec.trials == RunSpec().trials:  # named by neither the flag nor the scenario
         spec = spec.with_overrides(trials=AUDIT_TRIALS)
-    extra = spec.extra
-    coalition = coalition if coalition is not None else extra.get("coalition")
-    neighbor = neighbor if neighbor is not None else extra.get("neighbor")
-    if coalition is None:
+    flags = {"coalition": coalition, "neighbor": neighbor, "delta": delta, "confidence": confidence}
+    extra = {**spec.extra, **{k: v for k, v in flags.items() if v is not None}}  # flags win
+    if extra.get("coalition") is None:
         raise ParameterError("coalition is required (--coalition IDS, e.g. 0,1 or C)")
-    if neighbor is None:
+    if extra.get("neighbor") is None:
         raise ParameterError("neighbor is required (--neighbor J, a party outside the coalition)")
     executor = executor or extra.get("executor")
     chosen = parse_selectors(selectors if selectors is not None else extra.get("selectors"),
                              "--selectors" if selectors is not None else "selectors")
     proto = _protocol(spec)
     check_executor_flags(executor, scheduler, workers)
-    result = _audit_with_progress(proto, spec, coalition, neighbor, progress=progress,
-                                        delta=delta if delta is not None else extra.get("delta"),
-                                        confidence=float(confidence if confidence is not None
-                                                         else extra.get("confidence", 0.95)),
-                                        executor=executor, scheduler=scheduler, workers=workers,
-                                        max_memory=max_memory, max_time=max_time, selectors=chosen)
+    result = _audit_with_progress(proto, spec, extra["coalition"], extra["neighbor"], progress=progress,
+                                  delta=extra.get("delta"), confidence=float(extra.get("confidence", 0.95)),
+                                  executor=executor, scheduler=scheduler, workers=workers,
+                                  max_memory=max_memory, max_time=max_time, selectors=chosen)
     data = result.to_dict()
     if plot is not None:
         _audit_plot(str(plot), result)

@@ -36,8 +36,8 @@ from privsim.views import View
 
 __all__ = [
     "WIDTH", "audit_figure", "audit_html", "audit_repr", "audit_rows", "claim_figure", "claim_html",
-    "estimate_figure", "figure_html", "fit", "new_figure", "number_text", "simulation_html", "simulation_repr",
-    "table_html", "verdict", "view_html", "view_repr",
+    "estimate_figure", "event_axes", "figure_html", "fit", "new_figure", "number_text", "simulation_html",
+    "simulation_repr", "table_html", "verdict", "view_html", "view_repr",
 ]
 
 #: The widest line a plain ``repr`` prints.
@@ -143,19 +143,34 @@ def simulation_repr(res: Any) -> str:
     return fit(lines)
 
 
-def estimate_figure(estimate: np.ndarray, truth: np.ndarray, title: str = "") -> Any:
+def estimate_figure(estimate: np.ndarray, truth: np.ndarray, title: str = "", *, bins: Any = None,
+                    theory_sd: float | None = None, size: tuple[float, float] = (5, 2.8)) -> Any:
     """A matplotlib figure: the histogram of the estimates, the true value and the mean marked.
+
+    ``bins`` as numpy takes them (``None``: numpy's ``"auto"``, at most 80); with ``theory_sd``,
+    the normal curve N(true value, theory_sd^2) is drawn over the histogram, scaled to trials
+    per bin; ``size`` in inches.
 
     >>> fig = estimate_figure(np.array([1.0, 2.0, 2.0, 3.0]), np.array([2.0]))
     >>> [line.get_label() for line in fig.axes[0].lines]
     ['true value', 'mean estimate']
     """
     est = np.asarray(estimate, dtype=float).ravel()
-    fig = new_figure(5, 2.8)
+    if bins is None:
+        edges = np.histogram_bin_edges(est, bins="auto")
+        bins = edges if len(edges) <= 81 else 80
+    fig = new_figure(*size)
     ax = fig.subplots()
-    edges = np.histogram_bin_edges(est, bins="auto")
-    ax.hist(est, bins=edges if len(edges) <= 81 else 80, color=_BLUE, alpha=0.85)
-    ax.axvline(float(np.mean(truth)), color=_RED, lw=2, label="true value")
+    _, edges, _ = ax.hist(est, bins=bins, color=_BLUE, alpha=0.85, label="estimates")
+    center = float(np.mean(truth))
+    if theory_sd is not None and theory_sd > 0:
+        from scipy.stats import norm
+
+        grid = np.linspace(min(edges[0], center - 4 * theory_sd), max(edges[-1], center + 4 * theory_sd), 400)
+        width = float(np.mean(np.diff(edges)))
+        ax.plot(grid, est.size * width * norm.pdf(grid, center, theory_sd), color="k", lw=1.5,
+                label=f"normal, sd {theory_sd:.4g} (theory)")
+    ax.axvline(center, color=_RED, lw=2, label="true value")
     ax.axvline(float(np.mean(est)), color="k", ls="--", lw=1, label="mean estimate")
     ax.set_xlabel("estimate")
     ax.set_ylabel("trials per bin")
@@ -285,8 +300,7 @@ def claim_html(claim: Any) -> str:
     >>> "zcdp" in page, "data:image/png" in page
     (True, True)
     """
-    rows: list[tuple[str, Any]] = [("measure", claim.measure), ("epsilon", claim.epsilon), ("delta", claim.delta)]
-    rows += [(k, v) for k, v in (("rho", claim.rho), ("mu", claim.mu)) if v is not None]
+    rows = [(k, v) for k, v in claim.to_dict().items() if k != "assumption"]  # shown last, as "assuming"
     if claim.paper is not None:
         rows.append(("the paper's claim", claim.paper.describe()))
     if claim.assumption:
@@ -350,11 +364,38 @@ def audit_repr(r: Any) -> str:
     return fit(lines)
 
 
-def _event_region(ax: Any, event: Any, lo: float, hi: float) -> None:
-    op, cut = event.op, float(event.cut)
-    a, b = (cut, hi) if op in (">=", ">") else (lo, cut)
-    ax.axvspan(a, b, color="#55a868", alpha=0.18, label="the event")
-    ax.axvline(cut, color="#55a868", lw=1.5)
+def event_axes(ax: Any, event: Any, views_x: np.ndarray, views_xp: np.ndarray) -> None:
+    """Draw on ``ax`` both inputs' scores with the event shaded (or, for a discrete event, how
+    often it happens under each input): the left panel of :func:`audit_figure` and of
+    :func:`privsim.analysis.plots.plot_audit`.
+
+    Example: ``event_axes(new_figure(5, 3).subplots(), r.event_object, *r.sampler(512))`` for an
+    audit result ``r``.
+    """
+    values = getattr(event, "values", None)
+    if values is not None:
+        vx, vxp = np.asarray(values(views_x), float), np.asarray(values(views_xp), float)
+        both = np.concatenate([vx, vxp])
+        lo, hi = np.quantile(both, [0.001, 0.999]) if both.size else (0.0, 1.0)
+        cut = float(event.cut)
+        lo, hi = float(min(lo, cut)), float(max(hi, cut))
+        bins = np.linspace(lo, hi, 60) if hi > lo else 10
+        ax.hist(vx, bins=bins, alpha=0.55, density=True, color=_BLUE, label="under x")
+        ax.hist(vxp, bins=bins, alpha=0.55, density=True, color=_ORANGE, label="under x'")
+        a, b = (cut, hi) if event.op in (">=", ">") else (lo, cut)
+        ax.axvspan(a, b, color="#55a868", alpha=0.18, label="the event")
+        ax.axvline(cut, color="#55a868", lw=1.5)
+        ax.set_xlabel(getattr(event, "name", "score"))
+        ax.set_ylabel("density")
+    else:
+        inside = [float(event.contains(views_x).mean()), float(event.contains(views_xp).mean())]
+        x = np.arange(2)
+        ax.bar(x - 0.2, inside, 0.4, color="#55a868", alpha=0.6, label="in the event")
+        ax.bar(x + 0.2, [1 - p for p in inside], 0.4, color="#bbbbbb", label="outside it")
+        ax.set_xticks(x, ["under x", "under x'"])
+        ax.set_ylabel("fraction of a fresh sample")
+    ax.set_title(fit([f"event: {event.describe()}"], 70), fontsize=8)
+    ax.legend(fontsize=7)
 
 
 def audit_figure(r: Any, views_x: np.ndarray, views_xp: np.ndarray) -> Any:
@@ -371,29 +412,7 @@ def audit_figure(r: Any, views_x: np.ndarray, views_xp: np.ndarray) -> Any:
     claim = _claim_from_dict(r.claim)
     fig = new_figure(9.5, 3)
     axes = fig.subplots(1, 2)
-    ax = axes[0]
-    event = r.event_object
-    values = getattr(event, "values", None)
-    if values is not None:
-        vx, vxp = np.asarray(values(views_x), float), np.asarray(values(views_xp), float)
-        both = np.concatenate([vx, vxp])
-        lo, hi = np.quantile(both, [0.001, 0.999]) if both.size else (0.0, 1.0)
-        lo, hi = min(lo, event.cut), max(hi, event.cut)
-        bins = np.linspace(lo, hi, 60) if hi > lo else 10
-        ax.hist(vx, bins=bins, alpha=0.55, density=True, color=_BLUE, label="under x")
-        ax.hist(vxp, bins=bins, alpha=0.55, density=True, color=_ORANGE, label="under x'")
-        _event_region(ax, event, float(lo), float(hi))
-        ax.set_xlabel(getattr(event, "name", "score"))
-        ax.set_ylabel("density")
-    else:
-        inside = [float(event.contains(views_x).mean()), float(event.contains(views_xp).mean())]
-        x = np.arange(2)
-        ax.bar(x - 0.2, inside, 0.4, color="#55a868", alpha=0.6, label="in the event")
-        ax.bar(x + 0.2, [1 - p for p in inside], 0.4, color="#bbbbbb", label="outside it")
-        ax.set_xticks(x, ["under x", "under x'"])
-        ax.set_ylabel("fraction of a fresh sample")
-    ax.set_title(fit([f"event: {event.describe()}"], 70), fontsize=8)
-    ax.legend(fontsize=7)
+    event_axes(axes[0], r.event_object, views_x, views_xp)
     if claim is not None:
         _claim_axes(axes[1], claim, (r.delta, r.epsilon_lower))
     else:

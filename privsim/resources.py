@@ -141,15 +141,8 @@ def parse_size(text: str) -> int:
     privsim.errors.ResourceError: max-memory must be a size like 512M, 6G or 1T (got 'lots')
     """
     raw = str(text).strip().upper().removesuffix("IB").removesuffix("B")
-    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(raw[-1:], 1)
-    number = raw[:-1] if scale > 1 else raw
-    try:
-        value = float(number)
-    except ValueError:
-        raise ResourceError(f"max-memory must be a size like 512M, 6G or 1T (got {text!r})") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ResourceError(f"max-memory must be a size > 0 like 512M, 6G or 1T (got {text!r})")
-    return int(value * scale)
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    return int(_quantity(text, raw, units, "max-memory must be a size", "like 512M, 6G or 1T"))
 
 
 def parse_duration(text: str) -> float:
@@ -161,14 +154,19 @@ def parse_duration(text: str) -> float:
     Traceback (most recent call last):
     privsim.errors.ResourceError: max-time must be a duration like 90s, 30m, 24h or 7d (got 'soon')
     """
-    raw = str(text).strip().lower()
-    scale = {"s": 1, "m": 60, "h": 3600, "d": 86400}.get(raw[-1:], 1)
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    return _quantity(text, str(text).strip().lower(), units, "max-time must be a duration", "like 90s, 30m, 24h or 7d")
+
+
+def _quantity(text: str, raw: str, units: dict[str, int], what: str, like: str) -> float:
+    # A number > 0 in raw (text normalised), times the unit its last letter names (none: 1).
+    scale = units.get(raw[-1:], 1)
     try:
-        value = float(raw[:-1] if raw[-1:] in "smhd" else raw)
+        value = float(raw[:-1] if raw[-1:] in units else raw)
     except ValueError:
-        raise ResourceError(f"max-time must be a duration like 90s, 30m, 24h or 7d (got {text!r})") from None
+        raise ResourceError(f"{what} {like} (got {text!r})") from None
     if not math.isfinite(value) or value <= 0:
-        raise ResourceError(f"max-time must be a duration > 0 like 90s, 30m, 24h or 7d (got {text!r})")
+        raise ResourceError(f"{what} > 0 {like} (got {text!r})")
     return value * scale
 
 

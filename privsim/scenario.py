@@ -171,12 +171,9 @@ def make_inputs(protocol: Protocol, spec: Any, n: int, seed: int | None) -> np.n
         return arr
     kind, _, arg = str(spec).partition(":")
     idx = np.arange(n)
-    if kind == "zeros":
-        return np.zeros(n, dtype=np.int64)
-    if kind == "ones":
-        return np.ones(n, dtype=np.int64)
-    if kind == "half":
-        return (idx < n // 2).astype(np.int64)
+    firsts = {"zeros": 0, "half": n // 2, "ones": n}  # count:K for these K
+    if kind in firsts:
+        return (idx < firsts[kind]).astype(np.int64)
     if kind == "alternating":
         return (idx % 2).astype(np.int64)
     try:

@@ -359,14 +359,15 @@ def plot_headline(path: str | Path, data: dict[str, Any]) -> None:
     >>> f = os.path.join(tempfile.mkdtemp(), "h.png"); plot_headline(f, d); os.path.getsize(f) > 0
     True
     """
-    from privsim.analysis.plots import _pyplot, _save
+    from privsim.analysis.plots import _save
+    from privsim.display import new_figure
 
-    plt = _pyplot()
     ns = np.asarray(data["ns"], dtype=float)
     eps = data["epsilon"]
     ts = sorted(set(data["t"]))
     t_label = f"t={ts[0]}" if len(ts) == 1 else f"t={ts[0]}..{ts[-1]}"
-    fig, (ax_err, ax_msg, ax_map) = plt.subplots(1, 3, figsize=(18, 5.2))
+    fig = new_figure(18, 5.2)
+    ax_err, ax_msg, ax_map = fig.subplots(1, 3)
     for key in data.get("protocols", [k for k in PROTOCOLS if k in data]):
         spec = PROTOCOLS[key]
         d = {k: np.asarray(v, dtype=float) for k, v in data[key].items()}  # None (not run): a gap
@@ -383,7 +384,7 @@ def plot_headline(path: str | Path, data: dict[str, Any]) -> None:
     _format(ax_msg, "n (parties)", "messages per run", f"messages ({t_label})")
     _format(ax_map, "messages per party", "rmse of the estimate of SUM",
             f"error against messages per party ({t_label}; each line runs over n)")
-    _save(plt, fig, str(path), dpi=110)
+    _save(fig, str(path), dpi=110)
 
 
 def load_headline_scenario(path: str | Path) -> dict[str, Any]:

@@ -6,21 +6,14 @@ from typing import Any
 
 import numpy as np
 
+from privsim.display import estimate_figure, event_axes, new_figure
+
 __all__ = ["floor_text", "lattice_bins", "plot_audit", "plot_estimates", "plot_series"]
 
 
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(plt: Any, fig: Any, path: str, dpi: int = 120) -> None:
+def _save(fig: Any, path: str, dpi: int = 120) -> None:
     # Laid out, written next to the target, then renamed: an interrupted or failed save
-    # leaves no half-written figure (and no temporary file). Then the figure is closed.
+    # leaves no half-written figure (and no temporary file).
     import os
     import tempfile
 
@@ -37,7 +30,6 @@ def _save(plt: Any, fig: Any, path: str, dpi: int = 120) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    plt.close(fig)
 
 
 def floor_text(value: float, digits: int = 3) -> str:
@@ -93,26 +85,8 @@ def plot_estimates(path: str, est: np.ndarray, truth: np.ndarray, title: str,
     >>> plot_estimates(f, np.array([1.0, 2.0, 3.0]), np.array([2.0]), "demo", 1.0); os.path.getsize(f) > 0
     True
     """
-    plt = _pyplot()
     est = np.asarray(est, dtype=float)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    bins = lattice_bins(est)
-    counts, edges, _ = ax.hist(est, bins=bins, color="#4c72b0", alpha=0.85, label="estimates")
-    center = float(np.mean(truth))
-    if theory_sd is not None and theory_sd > 0:
-        from scipy.stats import norm
-
-        grid = np.linspace(min(edges[0], center - 4 * theory_sd), max(edges[-1], center + 4 * theory_sd), 400)
-        width = float(np.mean(np.diff(edges)))
-        ax.plot(grid, est.size * width * norm.pdf(grid, center, theory_sd), color="k", lw=1.5,
-                label=f"normal, sd {theory_sd:.4g} (theory)")
-    ax.axvline(center, color="#c44e52", lw=2, label="true value")
-    ax.axvline(float(np.mean(est)), color="k", ls="--", lw=1, label="mean estimate")
-    ax.set_xlabel("estimate")
-    ax.set_ylabel("trials per bin")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    _save(plt, fig, path)
+    _save(estimate_figure(est, truth, title, bins=lattice_bins(est), theory_sd=theory_sd, size=(6, 4)), path)
 
 
 def plot_audit(path: str, views_x: np.ndarray, views_xp: np.ndarray, event: Any, title: str,
@@ -133,30 +107,13 @@ def plot_audit(path: str, views_x: np.ndarray, views_xp: np.ndarray, event: Any,
     >>> plot_audit(f, np.array([[0.0], [1.0]]), np.array([[0.0], [0.2]]), e, "demo", est); os.path.getsize(f) > 0
     True
     """
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, 2 if estimate else 1, figsize=(11 if estimate else 6.5, 4), squeeze=False)
-    ax = axes[0][0]
-    values = getattr(event, "values", None)
-    if values is not None:
-        vx, vxp = values(views_x), values(views_xp)
-        lo, hi = np.quantile(np.concatenate([vx, vxp]), [0.001, 0.999])
-        bins = np.linspace(lo, hi, 80) if hi > lo else 20
-        ax.hist(vx, bins=bins, alpha=0.55, density=True, label="views under x", color="#4c72b0")
-        ax.hist(vxp, bins=bins, alpha=0.55, density=True, label="views under x'", color="#dd8452")
-        ax.axvline(event.cut, color="k", lw=2, label=f"event: {event.describe()}")
-        ax.set_xlabel(getattr(event, "name", "score"))
-        ax.set_ylabel("density (a fresh sample)")
-        ax.legend(fontsize=8)
-    else:
-        px, pxp = event.contains(views_x).mean(), event.contains(views_xp).mean()
-        ax.bar(["under x", "under x'"], [px, pxp], color=["#4c72b0", "#dd8452"])
-        for i, p in enumerate((px, pxp)):
-            ax.text(i, p, f"{p:.4f}", ha="center", va="bottom")
-        ax.set_ylabel(f"Pr[{event.describe()}] (a fresh sample)")
+    fig = new_figure(11 if estimate else 6.5, 4)
+    axes = fig.subplots(1, 2 if estimate else 1, squeeze=False)[0]
+    event_axes(axes[0], event, views_x, views_xp)
     if estimate:
-        _estimate_panel(axes[0][1], estimate)
+        _estimate_panel(axes[1], estimate)
     fig.suptitle(title, fontsize=10)
-    _save(plt, fig, path)
+    _save(fig, path)
 
 
 def _estimate_panel(ax: Any, estimate: dict[str, Any]) -> None:
@@ -191,9 +148,9 @@ def plot_series(path: str, released: np.ndarray, exact: np.ndarray, error_std: n
     >>> plot_series(f, np.arange(4.0) + 0.5, np.arange(4.0), np.ones(4), 1.0, "demo"); os.path.getsize(f) > 0
     True
     """
-    plt = _pyplot()
     steps = np.arange(1, len(released) + 1)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    fig = new_figure(11, 4)
+    left, right = fig.subplots(1, 2)
     left.plot(steps, released - exact, color="#4c72b0", lw=1, label="released - exact (trial 0)")
     if theory_std is not None:
         left.fill_between(steps, -2 * theory_std, 2 * theory_std, color="0.85", label="+- 2 sd (theory)")
@@ -209,4 +166,4 @@ def plot_series(path: str, released: np.ndarray, exact: np.ndarray, error_std: n
     right.set_ylim(bottom=0)
     right.legend()
     fig.suptitle(title)
-    _save(plt, fig, path)
+    _save(fig, path)
