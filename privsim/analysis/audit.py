@@ -322,15 +322,8 @@ def best_of(counts: Sequence[EventCounts], candidates: Sequence[Candidate], delt
     return replace(winner, confidence=confidence, confidence_each=each, candidates=listed)
 
 
-class _Batches:
-    """The batches an audit draws: :meth:`views` of one pick (:func:`_count` counts events in one)."""
-
-    def views(self, pick: Pick) -> tuple[np.ndarray, list[str]]:  # pragma: no cover - abstract
-        """The views of one batch, with their column names."""
-        raise NotImplementedError
-
-
-def _count(job: _Batches, events: tuple[Event, ...], pick: Pick) -> list[tuple[int, int, int, int]]:
+def _count(job: _AuditJob | _SampledBatches, events: tuple[Event, ...],
+           pick: Pick) -> list[tuple[int, int, int, int]]:
     """The events' counts (:attr:`EventCounts.totals`) in one batch: the batch is simulated
     once and counted where it runs, and only its counts travel."""
     views = job.views(pick)[0]
@@ -343,7 +336,7 @@ def _count(job: _Batches, events: tuple[Event, ...], pick: Pick) -> list[tuple[i
 
 
 @dataclass(frozen=True)
-class _AuditJob(_Batches):
+class _AuditJob:
     """What a worker needs to simulate one audit batch (pickled to processes / Dask): the plan."""
 
     plan: AuditPlan
@@ -354,7 +347,7 @@ class _AuditJob(_Batches):
 
 
 @dataclass(frozen=True)
-class _SampledBatches(_Batches):
+class _SampledBatches:
     """Batches from a callable ``sample_batch(which, index) -> views`` (see :func:`audit_batches`)."""
 
     sample_batch: Callable[[str, int], np.ndarray]
@@ -392,7 +385,7 @@ def _gather(arrivals: Iterable[tuple[Pick, tuple[np.ndarray, list[str]]]], rows:
     return {w: a[:filled[w]] for w, a in select.items()}, columns
 
 
-def _run(job: _Batches, n_select: int, n_estimate: int, ex: Executor,
+def _run(job: _AuditJob | _SampledBatches, n_select: int, n_estimate: int, ex: Executor,
          score_for: Callable[[list[str]], ScoreFn | None], delta: float, confidence: float, *,
          kind: SelectionKind = "auto", selectors: Sequence[str] | None = None, rows: int | None = None,
          tick: Callable[[int], None] = lambda k: None) -> tuple[AuditStatsResult, list[str]]:
@@ -641,7 +634,7 @@ def run_audit(plan: AuditPlan, *, confidence: float = 0.95, progress: Callable[[
         reason = (f"{reason.rstrip('.')}. Searched: {', '.join(searched)}; absence of evidence is not a "
                   "proof (a leak of another shape may remain).")
     protocol = run.protocol
-    result = AuditResult(
+    return AuditResult(
         protocol=protocol.name, params=protocol.parameters, n=run.n, t=run.t, coalition=[str(m) for m in members],
         neighbor=j, trials=run.trials, seed=run.entropy, delta=delta, confidence=confidence,
         epsilon_lower=stats.epsilon_lower, epsilon_point=stats.epsilon_point,
@@ -655,9 +648,8 @@ def run_audit(plan: AuditPlan, *, confidence: float = 0.95, progress: Callable[[
                                                                                 delta)[0],
         reason=reason, searched=searched, candidates=[dict(c) for c in stats.candidates],
         confidence_each=stats.confidence_each, event_object=stats.event_object,
+        sampler=partial(fresh_views, protocol, run.inputs, plan.x_prime, members, run.t, run.entropy),
     )
-    sampler = partial(fresh_views, protocol, run.inputs, plan.x_prime, members, run.t, run.entropy)
-    return replace(result, sampler=sampler)
 
 
 def default_delta(protocol: Protocol, coalition: Any, n: int, t: int) -> float:

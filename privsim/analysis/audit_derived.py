@@ -50,8 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from privsim.analysis.audit_bounds import oriented_bounds
-from privsim.analysis.audit_select import _halves, _select_threshold
+from privsim.analysis.audit_select import _halves, _select_threshold, _selection_criterion
 
 __all__ = ["FAMILIES", "DerivedEvent", "Term", "propose_derived"]
 
@@ -153,8 +152,7 @@ class Term:
             out = np.isin(np.mod(total, modulus), np.asarray(values, dtype=np.int64))
         elif self.kind == "sum":
             others, _, modulus, values = self.arg
-            total = _column_sum(views, (self.column, *others))
-            out = np.isin(np.mod(total, modulus) if modulus else total, np.asarray(values, dtype=np.int64))
+            out = np.isin(_column_sum(views, (self.column, *others), modulus), np.asarray(values, dtype=np.int64))
         else:  # pragma: no cover - terms are built here only
             raise ValueError(f"unknown term kind {self.kind!r}")
         return np.asarray(out, dtype=np.uint8)
@@ -182,12 +180,10 @@ class Term:
                 f"{{{', '.join(str(v) for v in values)}}}")
 
 
-def _column_sum(views: np.ndarray, columns: Sequence[int]) -> np.ndarray:
-    """The integer sum of ``columns`` on every row (int64: exact below 2^52 per column)."""
-    total = np.asarray(views[:, columns[0]], dtype=float).astype(np.int64)
-    for c in columns[1:]:
-        total = total + np.asarray(views[:, c], dtype=float).astype(np.int64)
-    return total
+def _column_sum(views: np.ndarray, columns: Sequence[int], modulus: int = 0) -> np.ndarray:
+    """The integer sum of ``columns`` on every row (int64: exact below 2^52 per column), mod ``modulus`` if not 0."""
+    total = np.sum([np.asarray(views[:, c], dtype=float).astype(np.int64) for c in columns], axis=0)
+    return np.mod(total, modulus) if modulus else total
 
 
 @dataclass(frozen=True, eq=False)
@@ -209,10 +205,7 @@ class DerivedEvent:
 
     def feature(self, views: np.ndarray) -> np.ndarray:
         """The XOR of the terms on every row (0/1)."""
-        out = self.terms[0](views)
-        for term in self.terms[1:]:
-            out = out ^ term(views)
-        return out
+        return np.bitwise_xor.reduce([term(views) for term in self.terms])
 
     def contains(self, views: np.ndarray) -> np.ndarray:
         """Is the row's feature equal to :attr:`value`?"""
@@ -495,16 +488,13 @@ def _sums(x: np.ndarray, xp: np.ndarray, names: Sequence[str], group: Sequence[i
         for modulus in moduli:
             if not modulus and members in found:
                 continue
-            def total(v: np.ndarray, members: tuple[int, ...] = members, modulus: int = modulus) -> np.ndarray:
-                return np.mod(_column_sum(v, members), modulus) if modulus else _column_sum(v, members)
-
             # A plain sum's range from the columns' own (uniform shares spread over all of it).
             support = modulus or int(sum(max(x[:, c].max(), xp[:, c].max()) - min(x[:, c].min(), xp[:, c].min())
                                          for c in members) + 1)
-            screen = np.concatenate([total(x[:_SCREEN_ROWS]), total(xp[:_SCREEN_ROWS])]).astype(float)
+            screen = np.concatenate([_column_sum(v[:_SCREEN_ROWS], members, modulus) for v in (x, xp)]).astype(float)
             if _atom_values(screen, support, _SCREEN_MIN).size == 0:
                 continue
-            sx, sxp = total(x), total(xp)
+            sx, sxp = _column_sum(x, members, modulus), _column_sum(xp, members, modulus)
             values = _atom_values(np.concatenate([sx, sxp]).astype(float), support).astype(np.int64)
             if values.size:
                 found.add(members)
@@ -547,9 +537,8 @@ def _forecast(hits_x: np.ndarray, n_x: int, hits_xp: np.ndarray, n_xp: int, delt
     hits_x, hits_xp = np.asarray(hits_x, dtype=float), np.asarray(hits_xp, dtype=float)
     p = np.maximum(hits_x - np.sqrt(hits_x), 0.0) / n_x
     q = (hits_xp + np.sqrt(hits_xp) + 1.0) / n_xp
-    forward, backward = oriented_bounds(np.minimum(p, 1.0) * n_estimate, n_estimate, np.minimum(q, 1.0) * n_estimate,
-                                        n_estimate, delta, (1.0 - confidence) / 2)
-    return np.maximum(forward, backward)
+    return _selection_criterion(np.minimum(p, 1.0) * n_estimate, n_estimate, np.minimum(q, 1.0) * n_estimate,
+                                n_estimate, delta, (1.0 - confidence) / 2)
 
 
 def _bit_counts(candidates: list[tuple[str, tuple[Term, ...]]], x: np.ndarray,

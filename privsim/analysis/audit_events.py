@@ -151,6 +151,12 @@ def _features(views: np.ndarray, indices: Sequence[int], moduli: Sequence[int]) 
     return out
 
 
+def _names(names: Sequence[str], sep: str = ", ", shown: int = 4) -> str:
+    """The first ``shown`` of ``names``, then how many more: ``"a, b, c, d, ... 2 more"``."""
+    names = list(names)
+    return sep.join(names[:shown] + ([f"... {len(names) - shown} more"] if len(names) > shown else []))
+
+
 def _fmt(value: float) -> str:
     return f"{int(value)}" if float(value).is_integer() else f"{value:.6g}"
 
@@ -284,10 +290,7 @@ class LinearScore:
     def describe(self) -> str:
         """The largest standardized weights, e.g. ``"logistic score (+1.4*z3 -0.02*z1 ...)"``."""
         order = np.argsort(-np.abs(self.weights), kind="stable")
-        terms = [f"{self.weights[i]:+.3g}*{self.columns[i]}" for i in order[:4]]
-        if len(order) > 4:
-            terms.append(f"... {len(order) - 4} more")
-        return f"logistic score ({' '.join(terms)})"
+        return f"logistic score ({_names([f'{self.weights[i]:+.3g}*{self.columns[i]}' for i in order], ' ')})"
 
 
 class EventCounts:
@@ -316,12 +319,10 @@ class EventCounts:
 
     def add(self, batch_views_x: np.ndarray | None, batch_views_xp: np.ndarray | None) -> None:
         """Count the hits of S in one batch under x and one under x' (either may be None)."""
-        if batch_views_x is not None:
-            self.hits_x += int(np.count_nonzero(self.event.contains(batch_views_x)))
-            self.trials_x += int(batch_views_x.shape[0])
-        if batch_views_xp is not None:
-            self.hits_xp += int(np.count_nonzero(self.event.contains(batch_views_xp)))
-            self.trials_xp += int(batch_views_xp.shape[0])
+        made: list[int] = []
+        for views in (batch_views_x, batch_views_xp):
+            made += [0, 0] if views is None else [int(np.count_nonzero(self.event.contains(views))), views.shape[0]]
+        self.add_totals(made)
 
     def merge(self, other: EventCounts) -> EventCounts:
         """Add another worker's counts of the same event into these; returns self."""

@@ -126,7 +126,8 @@ def fit_logistic_score(
 # Event selection
 
 
-def _selection_alpha(confidence: float, n_candidates: int, n_select: int, n_estimate: int) -> float:
+def _selection_alpha(confidence: float, n_candidates: int, n_select: int, n_estimate: int,
+                     z_select: float | None = None) -> float:
     """Per-bound error level of the selection criterion.
 
     The criterion is a lower bound meant to hold simultaneously for all candidate events
@@ -136,10 +137,11 @@ def _selection_alpha(confidence: float, n_candidates: int, n_select: int, n_esti
     (z_final * sqrt(n_select / n_estimate)). Maximizing it instead of the raw ratio, or
     a per-event bound, keeps the noisiest (rarest) candidate from winning: over
     thousands of nested threshold events the largest standardized noise exceeds the
-    1.96 of a single event.
+    1.96 of a single event. A given ``z_select`` stands instead (the pick among a few proposals).
     """
     alpha = 1.0 - confidence
-    z_select = min(stats.norm.isf(alpha / (2 * max(n_candidates, 1))), _Z_SELECT_NESTED)
+    if z_select is None:
+        z_select = min(stats.norm.isf(alpha / (2 * max(n_candidates, 1))), _Z_SELECT_NESTED)
     z_final = stats.norm.isf(alpha / 2)
     return float(stats.norm.sf(z_select + z_final * math.sqrt(n_select / n_estimate)))
 
@@ -381,13 +383,12 @@ def _halves(views: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return views[:middle], views[middle:]
 
 
-def _match_rows(table_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Index of each key in ``table_keys`` (distinct keys), or -1 where it is absent."""
-    union, inverse = np.unique(np.concatenate([table_keys, keys]), return_inverse=True)
-    inverse = inverse.ravel()
-    position = np.full(union.size, -1)
-    position[inverse[: table_keys.size]] = np.arange(table_keys.size)
-    return position[inverse[table_keys.size :]]
+def _positions(table: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The index of each of ``values`` in ``table`` (sorted, distinct); ``table.size`` where it is absent."""
+    codes = np.searchsorted(table, values)
+    found = codes < table.size
+    found[found] = table[codes[found]] == values[found]
+    return np.where(found, codes, table.size)
 
 
 def _best_prefix(hits_x: np.ndarray, hits_xp: np.ndarray, cells_x: np.ndarray, n_x: int, cells_xp: np.ndarray,
@@ -436,10 +437,12 @@ def _select_outcome_set(
     full = _OutcomeTable.of(rank_x, rank_xp)
     relevant = _relevant_columns(full)
     table = full.project(relevant)
-    # Rows whose outcome the ranking half never saw fall outside every prefix.
-    found = [_match_rows(row_keys(table.outcomes), row_keys(v[:, relevant])) for v in (cut_x, cut_xp)]
-    mask = _best_prefix(table.hits_x, table.hits_xp, found[0][found[0] >= 0], len(cut_x), found[1][found[1] >= 0],
-                        len(cut_xp), delta, confidence, n_estimate)
+    # Rows whose outcome the ranking half never saw fall outside every prefix (the table's
+    # outcomes are sorted by their keys).
+    keys = row_keys(table.outcomes)
+    found = [f[f < keys.size] for f in (_positions(keys, row_keys(v[:, relevant])) for v in (cut_x, cut_xp))]
+    mask = _best_prefix(table.hits_x, table.hits_xp, found[0], len(cut_x), found[1], len(cut_xp), delta, confidence,
+                        n_estimate)
     if mask is None:  # one ratio class: no event separates x from x'
         mask = np.ones(len(table.outcomes), dtype=bool)
     kept = _reduce_columns(table.outcomes, mask)

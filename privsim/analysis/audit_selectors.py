@@ -59,15 +59,17 @@ from scipy import optimize, special, stats
 
 from privsim.analysis.audit_bounds import _log_ratio, check_level, clopper_pearson
 from privsim.analysis.audit_derived import FAMILIES, propose_derived
-from privsim.analysis.audit_events import Event, OutcomeSetEvent, ScoreFn, ThresholdEvent, _features
+from privsim.analysis.audit_events import Event, OutcomeSetEvent, ScoreFn, ThresholdEvent, _features, _names
 from privsim.analysis.audit_select import (
     SelectionKind,
     _best_prefix,
     _bound_ceilings,
     _candidate_cuts,
     _halves,
+    _positions,
     _pruned_argmax,
     _reduce_columns,
+    _selection_alpha,
     _selection_criterion,
     _varying_columns,
     check_views,
@@ -456,12 +458,6 @@ def _one_thread() -> Any:
     return threadpool_limits(1, user_api="openmp")
 
 
-def _names(names: Sequence[str], shown: int = 4) -> str:
-    names = list(names)
-    more = f", ... {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
-
-
 # --------------------------------------------------------------------------------------
 # Cutting a calibrated score
 
@@ -531,13 +527,6 @@ def _forecast_rates(hits: np.ndarray, weighted: np.ndarray, rows: int, n_estimat
         p = np.maximum(hits - np.sqrt(hits), 0.0) / rows
         q = np.where(hits > 0, p * weighted / np.maximum(hits, 1), 0.0)
     return np.minimum(p, 1.0) * n_estimate, np.minimum(q, 1.0) * n_estimate
-
-
-def _pick_alpha(confidence: float, n_select: int, n_estimate: int) -> float:
-    """Per-bound level of a forecast: :data:`_Z_PICK` standard errors of ``n_select``
-    rows on top of the final bound's width on ``n_estimate`` trials."""
-    z = _Z_PICK + stats.norm.isf((1.0 - confidence) / 2) * math.sqrt(n_select / n_estimate)
-    return float(stats.norm.sf(z))
 
 
 def _threshold_proposal(name: str, score: ScoreFn, cut_x: np.ndarray, cut_xp: np.ndarray,
@@ -715,11 +704,7 @@ def _low_cardinality(views_x: np.ndarray, views_xp: np.ndarray,
 
 def _codes(views: np.ndarray, column: int, modulus: int, values: np.ndarray) -> np.ndarray:
     """The index of each row's value (or residue) in ``values``; ``values.size`` where it is absent."""
-    v = views[:, column] if not modulus else np.mod(views[:, column], modulus)
-    codes = np.searchsorted(values, v)
-    found = codes < values.size
-    found[found] = values[codes[found]] == v[found]
-    return np.where(found, codes, values.size)
+    return _positions(values, views[:, column] if not modulus else np.mod(views[:, column], modulus))
 
 
 def _propose_pairs(p: _Proposal) -> tuple[str, Event] | None:
@@ -877,8 +862,9 @@ def _pick(proposals: list[tuple[str, str, Event]], hold_x: np.ndarray, hold_xp: 
           confidence: float, n_estimate: int) -> list[tuple[str, Candidate]]:
     """The proposals carried into estimation, best forecast first, each with its selector's name.
 
-    A forecast is the selection criterion on the held-out counts, with one standard
-    error on top of the final width (:func:`_pick_alpha`). For a threshold event, whose
+    A forecast is the selection criterion on the held-out counts, with :data:`_Z_PICK`
+    standard error on top of the final width (the level of
+    :func:`~privsim.analysis.audit_select._selection_alpha`). For a threshold event, whose
     value is calibrated on the held-out half to a log-likelihood ratio L, the
     denominator may instead come from the likelier input's rows (Pr[S | x'] =
     E_x[e^-L; S]), with the numerator's relative error: rare events, where many weak
@@ -899,7 +885,7 @@ def _pick(proposals: list[tuple[str, str, Event]], hold_x: np.ndarray, hold_xp: 
     held-out rows perfectly (no event forecasts more), is carried alone and keeps the
     whole confidence."""
     n_select = min(len(hold_x), len(hold_xp))
-    alpha = _pick_alpha(confidence, n_select, n_estimate)
+    alpha = _selection_alpha(confidence, 0, n_select, n_estimate, z_select=_Z_PICK)
     forecasters = [_held_out_forecaster(event, hold_x, hold_xp, delta, n_estimate) for _, _, event in proposals]
     judged = [forecast(alpha, confidence) for forecast in forecasters]
     values = [value for value, _ in judged]
@@ -920,7 +906,7 @@ def _pick(proposals: list[tuple[str, str, Event]], hold_x: np.ndarray, hold_xp: 
             break
         # The runner-up's forecast where its bound would be: at its share of the confidence.
         split = 1.0 - (1.0 - confidence) / (len(carried) + 1)
-        at_split = forecasters[k](_pick_alpha(split, n_select, n_estimate), split)[0]
+        at_split = forecasters[k](_selection_alpha(split, 0, n_select, n_estimate, z_select=_Z_PICK), split)[0]
         if at_split < best_value - _Z_CARRY * math.hypot(best_se, judged[k][1]):
             break
         carried.append(k)
@@ -966,15 +952,20 @@ def _held_out_forecaster(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, 
     else:
         in_x, in_xp = event.contains(hold_x), event.contains(hold_xp)
     se = _forecast_se(in_x, in_xp, delta)
+    hits_x, hits_xp = int(np.count_nonzero(in_x)), int(np.count_nonzero(in_xp))
+
+    def criterion(k_x: int, k_xp: int, alpha: float) -> float:  # of an event with these held-out counts
+        return float(_selection_criterion(np.array(k_x), in_x.size, np.array(k_xp), in_xp.size, delta, alpha))
+
     if fit is None:
-        return lambda alpha, confidence: (_plain_forecast(in_x, in_xp, delta, alpha), se)
+        return lambda alpha, confidence: (criterion(hits_x, hits_xp, alpha), se)
     l_x, l_xp = (np.clip(fit[0] * sign * v + fit[1], -30, 30) for v in (v_x, v_xp))
     # Per direction: the log-likelihood ratio oriented towards the numerator's input,
     # on the numerator's and the denominator's rows, and the event's side on each.
     sides = ((l_x, l_xp, in_x, in_xp), (-l_xp, -l_x, ~in_xp, ~in_x))
 
     def forecast(alpha: float, confidence: float) -> tuple[float, float]:
-        plain = _plain_forecast(in_x, in_xp, delta, alpha)
+        plain = criterion(hits_x, hits_xp, alpha)
         # No final bound can put Pr[S | x'] below what no hit in n_estimate trials allows.
         floor = float(clopper_pearson(0, n_estimate, (1.0 - confidence) / 2, "upper"))
         smooth = [_smoothed_forecast(u_num, u_den, in_num, in_den, delta, alpha, floor)
@@ -985,16 +976,10 @@ def _held_out_forecaster(event: Event, hold_x: np.ndarray, hold_xp: np.ndarray, 
         # Nor does any forecast exceed that of an event separating the held-out rows
         # perfectly (all of x's, none of x''s): beyond it these rows cannot rank events, and
         # such an event (a protocol's own score, say) must not lose to a smoothed estimate.
-        ceiling = float(_selection_criterion(np.array(in_x.size), in_x.size, np.array(0), in_xp.size, delta, alpha))
+        ceiling = criterion(in_x.size, 0, alpha)
         return min(smooth[side], max(plain, ceiling)), _smoothed_se(sides[side][0], sides[side][2])
 
     return forecast
-
-
-def _plain_forecast(in_x: np.ndarray, in_xp: np.ndarray, delta: float, alpha: float) -> float:
-    """The selection criterion on the held-out counts of an event (likelier under x)."""
-    hits_x, hits_xp = int(np.count_nonzero(in_x)), int(np.count_nonzero(in_xp))
-    return float(_selection_criterion(np.array(hits_x), in_x.size, np.array(hits_xp), in_xp.size, delta, alpha))
 
 
 def _smoothed_se(u_num: np.ndarray, in_num: np.ndarray) -> float:
