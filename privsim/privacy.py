@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from privsim.errors import ParameterError
+from privsim.mechanisms._lazy import on_use
 
 __all__ = ["DEFAULT_DELTA", "MEASURES", "Privacy", "as_claim", "judge"]
 
@@ -52,12 +53,10 @@ DEFAULT_DELTA = 1e-6
 MEASURES = ("pure", "approx", "zcdp", "gaussian")
 
 
-def _accounting() -> Any:
-    # Imported on first use: the formulas need scipy, which a command that only parses its
-    # arguments (or refuses them) should not pay for at start-up.
-    from privsim.mechanisms import accounting
-
-    return accounting
+# Imported on first use: the formulas need scipy, which a command that only parses its
+# arguments (or refuses them) should not pay for at start-up.
+_accounting = on_use("privsim.mechanisms.accounting")
+_roots = on_use("privsim.mechanisms._roots")
 
 
 def _check(name: str, value: Any, *, lo: float = 0.0, hi: float = math.inf, open_lo: bool = False,
@@ -126,7 +125,7 @@ class Privacy:
         """
         rho = _check("rho", rho, open_lo=True)
         ref = DEFAULT_DELTA if delta is None else _check("delta", delta, open_lo=True, hi=1.0, open_hi=True)
-        return cls(_accounting().zcdp_to_approx_dp_tight(rho, ref), ref, rho=rho)
+        return cls(_accounting.zcdp_to_approx_dp_tight(rho, ref), ref, rho=rho)
 
     @classmethod
     def gaussian(cls, mu: float, delta: float | None = None) -> Privacy:
@@ -142,7 +141,7 @@ class Privacy:
         ref = DEFAULT_DELTA if delta is None else _check("delta", delta, open_lo=True, hi=1.0, open_hi=True)
         if mu == 0.0:
             return cls(0.0, 0.0)
-        return cls(_accounting().gaussian_epsilon(1.0 / mu, ref), ref, rho=mu * mu / 2.0, mu=mu)
+        return cls(_accounting.gaussian_epsilon(1.0 / mu, ref), ref, rho=mu * mu / 2.0, mu=mu)
 
     def with_paper(self, paper: Privacy | None) -> Privacy:
         """This claim with the paper's own claim attached, kept only where its epsilon at the
@@ -187,8 +186,8 @@ class Privacy:
         if delta >= 1.0:
             return 0.0
         if measure == "gaussian":
-            return _accounting().gaussian_epsilon(1.0 / self.mu, delta)  # [BW18] Thm 8, exact
-        return _accounting().zcdp_to_approx_dp_tight(self.rho, delta)  # [CKS20] Prop. 12
+            return _accounting.gaussian_epsilon(1.0 / self.mu, delta)  # [BW18] Thm 8, exact
+        return _accounting.zcdp_to_approx_dp_tight(self.rho, delta)  # [CKS20] Prop. 12
 
     def delta_at(self, epsilon: float) -> float:
         """The smallest delta at which this claim implies ``epsilon``.
@@ -204,7 +203,7 @@ class Privacy:
             e0 = math.exp(self.epsilon)
             return self.delta + (1.0 - self.delta) * max(0.0, e0 - math.exp(epsilon)) / (1.0 + e0)
         if measure == "gaussian":
-            return _accounting().gaussian_delta(1.0 / self.mu, epsilon)
+            return _accounting.gaussian_delta(1.0 / self.mu, epsilon)
         # zCDP: epsilon_at is decreasing in delta; invert it on a log scale.
         if self.epsilon_at(1.0 - 1e-15) >= epsilon:
             return 1.0
@@ -212,10 +211,8 @@ class Privacy:
         lo = -1.0
         while f(lo) <= 0.0:
             lo *= 2.0
-        from privsim.mechanisms._roots import safe_root
-
         # the claimed delta must not sit below the true one: the safe side is the larger delta
-        return math.exp(safe_root(f, lo, math.log1p(-1e-15), safe="hi", xtol=1e-12))
+        return math.exp(_roots.safe_root(f, lo, math.log1p(-1e-15), safe="hi", xtol=1e-12))
 
     def to_dict(self) -> dict[str, Any]:
         """The claim for JSON: measure, its values, and the assumption and paper claim if any.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from scipy import optimize, special
@@ -86,10 +87,10 @@ def zcdp_to_approx_dp(rho: float, delta: float) -> float:
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))  # [BS16] Prop. 1.3
 
 
-def _tight_epsilon_at(rho: float, log_delta: float, alpha: float) -> float:
-    # [CKS20] Prop. 12 with the Renyi bound D_alpha <= rho * alpha of rho-zCDP:
-    # eps = alpha rho + ln(1 - 1/alpha) - (ln delta + ln alpha) / (alpha - 1)
-    return alpha * rho + math.log1p(-1.0 / alpha) - (log_delta + math.log(alpha)) / (alpha - 1.0)
+def _renyi_epsilon(rdp: Any, alpha: Any, log_delta: float, xp: Any = math) -> Any:
+    """[CKS20] Prop. 12: D_alpha <= rdp at order(s) alpha > 1 gives (eps, delta)-DP with
+    eps = rdp + ln(1 - 1/alpha) - (ln delta + ln alpha) / (alpha - 1); ``xp=np`` for arrays of orders."""
+    return rdp + xp.log1p(-1.0 / alpha) - (log_delta + xp.log(alpha)) / (alpha - 1.0)
 
 
 def _minimize_log_grid(f: Callable[[float], float], lo: float, hi: float) -> float:
@@ -136,7 +137,8 @@ def zcdp_to_approx_dp_tight(rho: float, delta: float) -> float:
     log_delta = math.log(delta)
 
     def f(x: float) -> float:  # x = ln(alpha - 1), so alpha ranges over (1, inf)
-        return _tight_epsilon_at(rho, log_delta, 1.0 + math.exp(x))
+        alpha = 1.0 + math.exp(x)
+        return _renyi_epsilon(alpha * rho, alpha, log_delta)  # rho-zCDP: D_alpha <= alpha rho
 
     # The optimal alpha is about 1 + sqrt(ln(1/delta) / rho); search generously around it.
     centre = 0.5 * math.log(max(-log_delta, 1e-300) / rho)
@@ -304,9 +306,7 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> fl
     sensitivity = positive("sensitivity", sensitivity, scalar=True)
     delta = probability("delta", delta)
     mu, log_delta = sensitivity / sigma, math.log(delta)
-    if _log_gaussian_delta(mu, 0.0) <= log_delta:
-        return 0.0
-    return doubled_root(lambda e: _log_gaussian_delta(mu, e) - log_delta,  # delta(eps) decreases in eps
+    return doubled_root(lambda e: _log_gaussian_delta(mu, e) - log_delta,  # decreasing; 0 if delta(0) <= delta
                         0.0, 1.0, safe="hi", xtol=1e-14, rtol=1e-14)
 
 

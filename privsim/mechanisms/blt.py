@@ -375,7 +375,6 @@ class BLTNoise(NoiseSource):
         self._log_phi = np.log1p(-self.params.psi)
         self._beta = self.params.beta
         self._log_pairs = _pair(self._log_phi)
-        self._den = np.where(self._log_pairs < 0, np.expm1(self._log_pairs), 1.0)  # psi_0 = 0: phi_0 = 1
         self._phi_sigma = np.exp(self._log_phi) * self._sigma
         self._state = StateTable(self.k, self.d + 1)  # X_1..X_d, then the last value
         self._factors: dict[int, NDArray[np.float64]] = {}
@@ -417,8 +416,7 @@ class BLTNoise(NoiseSource):
         """F with F F^T = G(n), from the correlation matrix (well scaled even when n ~ 2^62)."""
         F = self._factors.get(n)
         if F is None:
-            G = np.expm1(n * self._log_pairs) / self._den  # (1 - p^n)/(1 - p); p = 1 only at [0, 0]
-            G[0, 0] = n
+            G = _geom(self._log_pairs, n)  # p = phi_i phi_j = 1 only at [0, 0] (psi_0 = 0)
             sd = np.sqrt(G.diagonal())
             S = G / np.outer(sd, sd)
             try:

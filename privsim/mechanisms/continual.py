@@ -314,15 +314,12 @@ class ContinualCounter:
             raise InputError(
                 f"x must be finite with {'l1' if pure else 'l2'} norm <= sensitivity = {self.sensitivity} "
                 f"(got norm {norm:.6g}); split the update or raise the sensitivity")
-        if keys is None:
-            self._sum += values
-        else:
-            self._sum[keys] += values
+        self._sum[keys] += values
         self._last_update = t
 
     def _update_values(
         self, x: ArrayLike, coords: ArrayLike | None
-    ) -> tuple[NDArray[np.float64], NDArray[np.int64] | None]:
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64] | slice]:
         try:
             values = np.asarray(x, dtype=np.float64)
         except (TypeError, ValueError):
@@ -334,7 +331,7 @@ class ContinualCounter:
                 raise InputError(
                     f"x must be a number (k = 1) or a vector of length k = {self.k} "
                     f"(got shape {values.shape})")
-            return values, None
+            return values, slice(None)
         keys = np.atleast_1d(integer_values("coords", coords, 0, self.k - 1)).ravel()
         if np.unique(keys).size != keys.size:
             raise InputError("coords of one update must be distinct")

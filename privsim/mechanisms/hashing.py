@@ -28,7 +28,7 @@ an int >= 0, a SeedSequence or a Generator); global random state is never touche
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Self
 
 import numpy as np
@@ -114,26 +114,6 @@ def _mulmod(a: NDArray[np.uint64], x: NDArray[np.uint64]) -> NDArray[np.uint64]:
     return _fold(_mulmod_partial(*_split(a), *_split(x)))
 
 
-def _blockwise(
-    f: Callable[[NDArray[np.uint64], NDArray[np.uint64]], NDArray[np.uint64]],
-    a: NDArray[np.uint64],
-    b: NDArray[np.uint64],
-) -> NDArray[np.uint64]:
-    """``f(a, b)`` for same-shape arrays, in cache-sized blocks of the flattened arrays."""
-    if a.size <= _BLOCK:
-        return f(a, b)
-    fa, fb = a.reshape(-1), b.reshape(-1)
-    out = np.empty_like(fa)
-    for start in range(0, fa.size, _BLOCK):
-        out[start : start + _BLOCK] = f(fa[start : start + _BLOCK], fb[start : start + _BLOCK])
-    return out.reshape(a.shape)
-
-
-def _cut(a: NDArray[np.uint64], block: slice) -> NDArray[np.uint64]:
-    """``a[..., block]``, or ``a`` itself where its last axis is broadcast (length 1)."""
-    return a if a.ndim == 0 or a.shape[-1] == 1 else a[..., block]
-
-
 def _keys_mod_p(keys: ArrayLike) -> NDArray[np.uint64]:
     """Integer keys as ``uint64`` residues mod p (int64 keys read as two's complement)."""
     arr = np.asarray(keys)
@@ -185,12 +165,6 @@ class PolynomialHash:
         rng = as_generator(seed)
         self._coefficients = rng.integers(0, MERSENNE_PRIME, size=(k, *batch), dtype=np.uint64)
 
-    @classmethod
-    def _from_coefficients(cls, coefficients: NDArray[np.uint64]) -> PolynomialHash:
-        obj = cls.__new__(cls)
-        obj._coefficients = coefficients
-        return obj
-
     @property
     def independence(self) -> int:
         """``k``: any ``k`` distinct keys get independent uniform values."""
@@ -210,8 +184,9 @@ class PolynomialHash:
 
     def __getitem__(self, index: object) -> PolynomialHash:
         """The sub-batch ``index`` (any numpy index into the batch shape)."""
-        picked = self._coefficients[(slice(None), *np.index_exp[index])]  # type: ignore[misc]
-        return PolynomialHash._from_coefficients(picked)
+        obj = copy.copy(self)
+        obj._coefficients = self._coefficients[(slice(None), *np.index_exp[index])]  # type: ignore[misc]
+        return obj
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PolynomialHash):
@@ -238,27 +213,27 @@ class PolynomialHash:
             ) from None
         if out.size == 0:
             return out
-        # sum_j c_j x^j with the key powers shared by all functions of the batch; every
-        # term is below 2**61 + 8, so c_0 plus k - 1 <= 6 terms stay below 2**64 until the fold.
-        powers: list[NDArray[np.uint64]] = []
-        for j in range(1, c.shape[0]):
-            powers.append(x if j == 1 else _blockwise(_mulmod, powers[-1], x))
-        halves = [_split(pw) for pw in powers]
         coef_halves = [_split(c[j]) for j in range(1, c.shape[0])]
-        # Blocks along the last axis keep temporaries small (cache-sized, no page faults).
+        # Blocks along the last axis (the keys' own: out's is theirs) keep temporaries small
+        # (cache-sized, no page faults). sum_j c_j x^j with the key powers shared by all
+        # functions of the batch; every term is below 2**61 + 8, so c_0 plus k - 1 <= 6 terms
+        # stay below 2**64 until the fold.
         n = out.shape[-1]
         step = max(1, _BLOCK // (out.size // n))
         for start in range(0, n, step):
             block = slice(start, start + step)
             acc = np.broadcast_to(c[0], out[..., block].shape).copy()
-            for (c_hi, c_lo), (x_hi, x_lo) in zip(coef_halves, halves, strict=True):
-                acc += _mulmod_partial(c_hi, c_lo, _cut(x_hi, block), _cut(x_lo, block))
+            power = xb = x[..., block]
+            for j, (c_hi, c_lo) in enumerate(coef_halves):
+                power = _mulmod(power, xb) if j else xb
+                acc += _mulmod_partial(c_hi, c_lo, *_split(power))
             out[..., block] = _fold(acc)
         return out
 
 
 class _OfPolynomial:
-    """Functions of a :class:`PolynomialHash` batch (``polynomial``): its shape, sub-batches, equality."""
+    """Functions of :class:`PolynomialHash` batches (``polynomial``; a SketchHashes' buckets and
+    signs): their shape, sub-batches, equality."""
 
     polynomial: PolynomialHash
 
@@ -268,15 +243,17 @@ class _OfPolynomial:
         return self.polynomial.shape
 
     def __getitem__(self, index: object) -> Self:
-        """The sub-batch ``index`` of the functions."""
+        """The sub-batch ``index`` of the functions (rows, for a SketchHashes)."""
         obj = copy.copy(self)
-        obj.polynomial = self.polynomial[index]
+        for name, batch in vars(self).items():
+            if isinstance(batch, (PolynomialHash, _OfPolynomial)):
+                setattr(obj, name, batch[index])
         return obj
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return vars(self) == vars(other)  # the polynomial, and the width of a BucketHash
+        return vars(self) == vars(other)  # the batches, and the width of a BucketHash
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -49,6 +49,7 @@ from scipy import stats
 from privsim.errors import ParameterError
 from privsim.mechanisms import _checks
 from privsim.mechanisms._roots import doubled_root
+from privsim.mechanisms.accounting import _renyi_epsilon
 
 __all__ = [
     "discrete_gaussian_pmf",
@@ -564,7 +565,7 @@ def skellam_epsilon(variance: float, delta: float, sensitivity: float = 1.0) -> 
     delta = _checks.probability("delta", delta)
     d = _checks.positive("sensitivity", sensitivity, scalar=True)
     a = np.asarray(RDP_ORDERS, dtype=np.float64)
-    eps = _skellam_rdp_bound(a, mu, d) + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
+    eps = _renyi_epsilon(_skellam_rdp_bound(a, mu, d), a, math.log(delta), np)
     return max(0.0, float(eps.min()))
 
 

@@ -267,21 +267,16 @@ class JoinSizeEstimator(_ContinualSketch):
 
     def _batch(self, keys: ArrayLike, deltas: ArrayLike) -> tuple[NDArray, NDArray[np.float64]]:
         """Keys and deltas as (R, n) arrays (R = 1 without a trial axis)."""
-        if self._trials is None:
-            k, d = _keys_and_deltas(keys, deltas)
-            return k[None, :], d[None, :]
         arr = np.asarray(keys)
-        if arr.ndim != 2 or arr.shape[0] != self._trials:
+        if self._trials is not None and (arr.ndim != 2 or arr.shape[0] != self._trials):
             raise InputError(f"keys must have shape (trials={self._trials}, n) (got shape {arr.shape})")
         k, d = _keys_and_deltas(arr, deltas)
-        return k.reshape(arr.shape), d.reshape(arr.shape)
+        shape = (1, k.size) if self._trials is None else arr.shape
+        return k.reshape(shape), d.reshape(shape)
 
     def _hash(self, keys: NDArray) -> tuple[NDArray[np.intp], NDArray[np.int8]]:
         """Buckets and signs of (R, n) keys, each (R, rows, n)."""
-        if self._trials is None:
-            buckets, signs = self._hashes(keys[0])
-            return buckets[None], signs[None]
-        if keys.size == 0 or keys.min() < 0 or keys.max() >= _TABLE_KEYS:
+        if self._trials is None or keys.size == 0 or keys.min() < 0 or keys.max() >= _TABLE_KEYS:
             return self._hashes(keys[:, None, :])
         top = int(keys.max()) + 1
         if self._table is None or self._table[0].shape[-1] < top:

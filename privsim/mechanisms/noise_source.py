@@ -376,9 +376,7 @@ class StateTable:
     def slots(self, coords: NDArray[np.int64], t: int) -> NDArray[np.int64]:
         """Rows for sorted distinct ``coords``, allocating new ones only after the backwards check."""
         if self.table is None:  # k == 1: coords is [0]
-            if self.size == 0:
-                self.grow(1)
-            slots = np.zeros(1, dtype=np.int64)
+            slots = np.array([self.slot(0)], dtype=np.int64)
         elif self.identity and coords[-1] < self.size:  # sorted: all stored, in their own rows
             slots = coords.copy()
         else:

@@ -429,17 +429,9 @@ class RangeCounter(_ContinualSketch):
             p, w = pts[:, start : start + chunk], dl[:, start : start + chunk]
             boxes = p[:, None, :, :] >> self._levels[None, :, None, :]  # (R, C, n, d): box per dimension
             keys = boxes @ self._key_weights  # (R, C, n)
-            buckets, signs = self._hash(keys[:, :, None, :])  # (R, C, rows, n)
+            buckets, signs = self._hashes(keys[:, :, None, :])  # (R, C, rows, n)
             _scatter_add(self._counts, buckets + self._offsets + trial_offsets, signs * w[:, None, None, :])
         self._t += 1
-
-    def _hash(self, keys: NDArray[np.int64], comp: NDArray[np.intp] | None = None) -> tuple[NDArray, NDArray]:
-        """Buckets and signs with a leading trial axis, of components ``comp`` (default all)."""
-        hashes = self._hashes
-        if self._trials is None:
-            buckets, signs = (hashes if comp is None else hashes[comp])(keys[0] if comp is None else keys)
-            return buckets[None], signs[None]
-        return hashes(keys) if comp is None else hashes[:, comp](keys)
 
     def _box_cells(self, lo: ArrayLike, hi: ArrayLike) -> tuple[NDArray, NDArray, NDArray, NDArray]:
         """The counters a box reads: (lo, hi), signs (R, m, rows), cells (R, m rows) and, per
@@ -450,7 +442,7 @@ class RangeCounter(_ContinualSketch):
         R = self._counts.shape[0]
         comp = np.ravel_multi_index(tuple(levels.T), (self._L,) * self._d)
         keys = indices @ self._key_weights
-        buckets, signs = self._hash(keys[:, None, None], comp)  # (R, m, rows, 1)
+        buckets, signs = self._hashes[..., comp, :](keys[None, :, None, None])  # (R, m, rows, 1)
         cells = (buckets + self._offsets[comp])[..., 0].reshape(R, -1)  # flat counter per (box, row)
         # Two pieces of one component may share a bucket: the same counter, so the same noise.
         order = np.argsort(cells, axis=1, kind="stable")

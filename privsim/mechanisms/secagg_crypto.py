@@ -172,7 +172,4 @@ def shamir_reconstruct(shares: Any, ids: Any) -> np.ndarray:
     """
     shares = np.asarray(shares, dtype=np.int64)
     w = lagrange_at_zero(np.broadcast_to(np.asarray(ids, dtype=np.int64), shares.shape))
-    total = np.zeros(shares.shape[:-1], dtype=np.int64)
-    for i in range(shares.shape[-1]):
-        total = (total + shares[..., i] * w[..., i]) % PRIME
-    return total
+    return (shares * w % PRIME).sum(axis=-1) % PRIME

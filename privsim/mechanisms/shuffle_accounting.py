@@ -233,7 +233,7 @@ def rr_count_epsilon(delta: float, eps0: float, honest: int) -> float:
 
 def _fmt_cutoff_gap(c: np.ndarray, epsilon: float, eps0: float) -> np.ndarray:
     """Per c: sum_k max(0, P_c(k) - e^eps Q_c(k)), P_c = alpha B(c) + 1 mixed with B(c), B = Bin(c, 1/2)."""
-    alpha = 1.0 / (1.0 + math.exp(-eps0))
+    alpha = rr_keep_probability(eps0)
     e = math.exp(epsilon)
     # P_c(k)/Q_c(k) increases with r = k/(c+1-k); it exceeds e^eps iff r > rho, i.e. k > beta (c + 1)
     rho = (e * alpha - (1.0 - alpha)) / (alpha - e * (1.0 - alpha))
@@ -395,11 +395,9 @@ def fmt_local_epsilon(epsilon: float, delta: float, n: int) -> float:
     n = _checks.integer("n", n, 1)
     excess = lambda e0: fmt_epsilon(delta, e0, n) - epsilon  # noqa: E731 -- increasing in eps0
     hi = max(2.0 * epsilon, math.log(n) + 1.0)
-    if excess(hi) <= 0:
-        return hi
     if excess(epsilon * (1 + 1e-9)) > 0:
         return epsilon
-    return safe_root(excess, epsilon * (1 + 1e-9), hi, safe="lo", xtol=1e-8, rtol=1e-8)
+    return safe_root(excess, epsilon * (1 + 1e-9), hi, safe="lo", xtol=1e-8, rtol=1e-8)  # hi if it meets epsilon
 
 
 # ---------------------------------------------------------------------------------------

@@ -23,12 +23,12 @@ from numpy.typing import ArrayLike, NDArray
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms import _checks
 from privsim.mechanisms._seeding import SeedLike
-from privsim.mechanisms.hashing import BucketHash, SignHash, _spawn_seeds
+from privsim.mechanisms.hashing import BucketHash, SignHash, _OfPolynomial, _spawn_seeds
 
 __all__ = ["SketchHashes", "CountSketch", "PrivateCountSketch"]
 
 
-class SketchHashes:
+class SketchHashes(_OfPolynomial):
     """The bucket and sign functions of a CountSketch, one independent pair per row.
 
     Two sketches give meaningful inner products only if they hold equal
@@ -68,19 +68,6 @@ class SketchHashes:
     def width(self) -> int:
         """Buckets per row."""
         return self.buckets.width
-
-    def __getitem__(self, index: object) -> SketchHashes:
-        """The rows ``index`` (any numpy index into :attr:`shape`)."""
-        obj = SketchHashes.__new__(SketchHashes)
-        obj.buckets, obj.signs = self.buckets[index], self.signs[index]
-        return obj
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SketchHashes):
-            return NotImplemented
-        return self.buckets == other.buckets and self.signs == other.signs
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __call__(self, keys: ArrayLike) -> tuple[NDArray[np.intp], NDArray[np.int8]]:
         """Buckets and signs of ``keys``, each of shape ``(*shape, n)`` for n keys.
