@@ -149,9 +149,8 @@ class CentralLaplace(_Central):
         return float(noise_lib.laplace_variance(self.max_input, self.epsilon))
 
     def release(self, total: np.ndarray, ctx: PartyContext) -> np.ndarray:
-        if self.discrete:
-            return noise_lib.discrete_laplace_mechanism(total, self.max_input, self.epsilon, ctx.rng, size=())
-        return noise_lib.laplace_mechanism(total, self.max_input, self.epsilon, ctx.rng, size=())
+        mechanism = noise_lib.discrete_laplace_mechanism if self.discrete else noise_lib.laplace_mechanism
+        return mechanism(total, self.max_input, self.epsilon, ctx.rng, size=())
 
     def mechanism_privacy(self) -> Privacy:
         return Privacy(self.epsilon)
@@ -177,17 +176,17 @@ class CentralGaussian(_Central):
         super().validate()
         check_rho_or_epsilon(self)
 
+    @property
+    def _target(self) -> dict[str, float]:
+        # The calibration target of the noise: rho-zCDP, or (epsilon, delta) when rho = 0.
+        return {"rho": self.rho} if self.rho > 0 else {"epsilon": self.epsilon, "delta": self.delta}
+
     def noise_variance(self) -> float:
         """sigma2 = max_input^2/(2 rho), or the analytic Gaussian variance for (epsilon, delta)."""
-        if self.rho > 0:
-            return float(noise_lib.gaussian_variance(self.max_input, rho=self.rho))
-        return float(noise_lib.gaussian_variance(self.max_input, epsilon=self.epsilon, delta=self.delta))
+        return float(noise_lib.gaussian_variance(self.max_input, **self._target))
 
     def release(self, total: np.ndarray, ctx: PartyContext) -> np.ndarray:
-        if self.rho > 0:
-            return noise_lib.gaussian_mechanism(total, self.max_input, rho=self.rho, rng=ctx.rng, size=())
-        return noise_lib.gaussian_mechanism(total, self.max_input, epsilon=self.epsilon, delta=self.delta,
-                                            rng=ctx.rng, size=())
+        return noise_lib.gaussian_mechanism(total, self.max_input, rng=ctx.rng, size=(), **self._target)
 
     def mechanism_privacy(self) -> Privacy:
         # Exactly a Gaussian mechanism with mu = max_input / sigma ([BW18] Thm 8): its whole

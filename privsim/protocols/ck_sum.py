@@ -270,10 +270,7 @@ class CKSum(DistributedNoiseSum):
             inbox = await cctx.end_round()
             if inbox:
                 total = (total + inbox.sum_mod(q)) % q
-        if self.broadcast:
-            await cctx.idle(plan.flow_rounds - level - 1)
-            released = (await cctx.end_round()).from_party(plan.collector)
-            cctx.output(self.decode(released, q, self.units(n, t)))
+        await self._release(cctx, None, q, bits, wait=plan.flow_rounds - level - 1)
 
     async def party(self, ctx: PartyContext) -> None:
         n, t, me = ctx.n, ctx.t, ctx.id
@@ -291,14 +288,4 @@ class CKSum(DistributedNoiseSum):
             inbox = await ctx.end_round()
             received.extend(inbox.values())
         total = reconstruct(np.stack(received, axis=-1), q) if me == plan.collector else None
-        if self.broadcast:
-            await ctx.idle(plan.flow_rounds - last)  # the flow's later rounds, then the broadcast
-            if me == plan.collector:
-                for i in range(n):
-                    if i != me:
-                        ctx.send(i, total, bits=bits)
-                await ctx.end_round()
-            else:
-                total = (await ctx.end_round())[plan.collector]
-        if total is not None:
-            ctx.output(self.decode(total, q, self.units(ctx.n, ctx.t)))
+        await self._release(ctx, total, q, bits, wait=plan.flow_rounds - last)  # after the flow's later rounds

@@ -417,11 +417,8 @@ class ContinualJoin(_SketchStream):
 
     def _counts(self, part: np.ndarray) -> np.ndarray:
         flat = part.reshape(part.shape[0], -1)
-        rows = np.repeat(np.arange(flat.shape[0]), flat.shape[1])
-        keep = flat.ravel() >= 0
-        out = np.zeros((flat.shape[0], self.keys), dtype=np.int64)
-        np.add.at(out, (rows[keep], flat.ravel()[keep]), 1)
-        return out
+        codes = (np.arange(flat.shape[0])[:, None] * self.keys + flat)[flat >= 0]  # trial r, key k: r keys + k
+        return np.bincount(codes, minlength=flat.shape[0] * self.keys).reshape(flat.shape[0], self.keys)
 
     def true_value(self, inputs: np.ndarray) -> np.ndarray:
         """The exact join size <x, y> per trial."""

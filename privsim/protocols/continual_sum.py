@@ -103,7 +103,6 @@ import numpy as np
 from privsim.errors import InputError, ParameterError
 from privsim.mechanisms.accounting import zcdp_to_approx_dp
 from privsim.mechanisms.calibration import CALIBRATIONS
-from privsim.mechanisms.continual import noise_scale
 from privsim.mechanisms.continual_kinds import NOISE_KINDS, TREE, ContinualNoise, noise_kind
 from privsim.mechanisms.noise_source import NoiseSource
 from privsim.mechanisms.tree import FastGaMe, tree_height
@@ -406,8 +405,7 @@ class ContinualSum(_Stream):
     def scale(self) -> float:
         """The noise scale: s^2 (tree, blt) or the Laplace scale b, for the chosen level."""
         if self.level == "event":
-            return noise_scale(self.noise, self.T, rho=self.rho, epsilon=self.epsilon,
-                               sensitivity=self.sensitivity, calibration=self.calibration)
+            return self.kind.scale(self.T, self._budget, self.sensitivity)
         # party level: the worst whole-stream change instead of one update
         return self.kind.stream_scale(self.T, self._budget, self.sensitivity)
 

@@ -272,10 +272,7 @@ class DistAlpha(Protocol):
 
         # Round 2: a share holder adds, per interval, the shares it holds.
         if i <= t:
-            held = np.empty((ctx.trials, n), dtype=np.int64)
-            held[:, i] = shares[:, i]
-            for sender, v in inbox.items():
-                held[:, sender] = v
+            held = np.insert(inbox.stack(), i, shares[:, i], axis=1)  # (R, n): every party's share, by party
             sums = reconstruct(held.reshape(ctx.trials, n // L, L), q)  # (R, K)
             if i != 0:
                 ctx.send(0, sums, bits=(n // L) * qbits)
@@ -342,12 +339,9 @@ class DistAlpha(Protocol):
         return (1,) if n > 1 else (0,)
 
     def public_privacy(self, n: int, t: int) -> Privacy | None:
-        """The window minimum is a function of the S_k, each with all of its noise L Var Y_i."""
-        sigma2 = self.interval_sigma2(n)
-        if sigma2 <= 0:
-            return None
-        return Privacy.gaussian(1.0 / math.sqrt(sigma2), delta=self.delta).with_paper(
-            Privacy(self.epsilon, self.delta))
+        """The window minimum is a function of the S_k, each with all of its noise L Var Y_i: the
+        claim for the empty coalition (:meth:`privacy` of ``()``), which faces exactly that noise."""
+        return self.privacy((), n, t)
 
     def residual_sigma2(self, coalition: Sequence[int | str], n: int, neighbor: int) -> float:
         """Var of the noise on S_k(neighbor) that ``coalition`` does not know: (L - m_k) Var Y_i,

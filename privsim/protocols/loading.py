@@ -157,10 +157,8 @@ def file_of(cls: type) -> str | None:
     >>> file_of(RandomizedResponse) is None
     True
     """
-    for (file, _), module in _FILES.items():
-        if sys.modules.get(cls.__module__) is module:
-            return file
-    return None
+    module = sys.modules.get(cls.__module__)
+    return next((file for (file, _), loaded in _FILES.items() if loaded is module), None)
 
 
 def _siblings(names: set[str], folder: Path) -> list[ModuleType]:

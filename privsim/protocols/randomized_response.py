@@ -93,8 +93,7 @@ class RandomizedResponse(_RRMath):
 
     async def cohort(self, role: str, cctx: CohortContext) -> None:
         """:meth:`party` for many parties at once."""
-        cctx.send(CURATOR, self.flip(cctx))  # type: ignore[arg-type]  # flip reads only rng and input
-        await cctx.end_round()
+        await self.party(cctx)  # type: ignore[arg-type]  # the same steps: flip reads only rng and input
 
     async def curator(self, ctx: PartyContext) -> None:
         ctx.output((await ctx.end_round()).total())  # k = sum z_i

@@ -363,8 +363,8 @@ class SecAgg(DistributedNoiseSum):
         await ctx.end_round()
         await ctx.end_round()  # share-keys travel between clients
         inbox = await ctx.end_round()
-        masked = {u: inbox[u] for u in range(n)}
-        u3 = np.stack([masked[u][:, 0] for u in range(n)], axis=1) != ABSENT
+        ys = np.stack([inbox[u] for u in range(n)], axis=1)  # (R, n, 1+k): y_u and the U2 list u sent
+        u3 = ys[:, :, 0] != ABSENT
         self._need(u3, r, "masked-input", 4, "sent their masked input")
         holders = [[u, *nbs[u]] for u in range(n)]
         if "consistency-check" in self.stages:
@@ -381,7 +381,7 @@ class SecAgg(DistributedNoiseSum):
                 ctx.send(u, u3[:, holders[u]].astype(np.int64))
         await ctx.end_round()
         inbox = await ctx.end_round()
-        total = self._unmask(inbox, pks, masked, u3, nbs, r, q, ctx.round - 1, trials)
+        total = self._unmask(inbox, pks, ys, u3, nbs, r, q, ctx.round - 1, trials)
         released = np.asarray(self.decode(total, q, self.units(n, ctx.t)))  # int64, or float on a finer grid
         ctx.output(np.concatenate([released[:, None], u3.astype(np.int64)], axis=1))
 
@@ -393,7 +393,7 @@ class SecAgg(DistributedNoiseSum):
                                f"{int(count[trial])} of {have.shape[1]} clients {what} (threshold t + 1 = {r}); "
                                "the server releases nothing", CURATOR, rnd)
 
-    def _unmask(self, inbox: Any, pks: np.ndarray, masked: dict, u3: np.ndarray, nbs: list[list[int]], r: int,
+    def _unmask(self, inbox: Any, pks: np.ndarray, ys: np.ndarray, u3: np.ndarray, nbs: list[list[int]], r: int,
                 q: int, rnd: int, trials: int) -> np.ndarray:
         """The sum of the survivors' inputs and noise: every client w's masks removed, all w at once
         (a client's holders are a row of one array: every client has as many neighbours)."""
@@ -408,7 +408,6 @@ class SecAgg(DistributedNoiseSum):
         place = np.searchsorted((ids[:, None] * n + nb).ravel(), nb * n + ids[:, None]) - nb * nb.shape[1]
         slot = np.concatenate([np.zeros((n, 1), dtype=np.int64), 1 + place], axis=1)
         replies = np.stack([inbox[h] for h in range(n)], axis=1)  # (R, n, k+1): h's answer per owner in its list
-        ys = np.stack([masked[u] for u in range(n)], axis=1)  # (R, n, 1+k): y_u and the U2 list u sent
         vals = replies[:, holders, slot]  # (R, n, k+1): the shares of w's secret that came
         present = vals != ABSENT
         # which surviving neighbours v of w masked with w (the U2 list v sent with y_v)
@@ -455,10 +454,8 @@ class SecAgg(DistributedNoiseSum):
         for u in range(n):
             shared = drops[:, u] > 1
             absent += np.where(shared, (~advertised[:, nbs[u]]).sum(axis=1), len(nbs[u]))  # share-keys
-            for s in range(len(self.stages)):
-                if s != 1:  # one message to the server at every other stage
-                    absent += drops[:, u] <= s
-        return {"absent_messages": absent}
+        others = np.delete(np.arange(len(self.stages)), 1)  # one message to the server at every other stage
+        return {"absent_messages": absent + (drops[:, :, None] <= others).sum(axis=(1, 2))}
 
     def sees_output(self, coalition: Sequence[int | str], n: int, t: int) -> bool:
         return CURATOR in coalition

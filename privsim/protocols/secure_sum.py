@@ -465,6 +465,24 @@ class DistributedNoiseSum(IntegerInputs):
         signed = to_signed(total, q)
         return signed if units == 1 else signed / float(units)
 
+    async def _release(self, ctx: PartyContext | CohortContext, total: np.ndarray | None, q: int, bits: int,
+                       wait: int = 0) -> None:
+        # The run's end, for a party or a cohort: with ``broadcast``, after ``wait`` idle rounds, the
+        # output party (the one holding the total) sends it to every other party; whoever holds it outputs it.
+        out = self.output_party(ctx.n, ctx.t)
+        if self.broadcast:
+            await ctx.idle(wait)
+            if total is None:
+                inbox = await ctx.end_round()
+                total = inbox.from_party(out) if isinstance(ctx, CohortContext) else inbox[out]
+            else:
+                for i in range(ctx.n):
+                    if i != out:
+                        ctx.send(i, total, bits=bits)
+                await ctx.end_round()
+        if total is not None:
+            ctx.output(self.decode(total, q, self.units(ctx.n, ctx.t)))
+
     # ------------------------------------------------------------------ privacy
     def sees_output(self, coalition: Sequence[int | str], n: int, t: int) -> bool:
         """Whether the coalition's view contains the released value."""
@@ -523,16 +541,11 @@ class DistributedNoiseSum(IntegerInputs):
         xj, xpj = float(np.asarray(ctx.x)[neighbor]), float(np.asarray(ctx.x_prime)[neighbor])
         units = self.units(n, t)
         floor = 0.5 / units  # half an encoded unit: |v - x| is never exactly 0 in the log
-        decode = self.decode
 
         def score(views: np.ndarray) -> np.ndarray:
             ints = np.rint(views).astype(np.int64) % q
-            total = np.zeros(len(views), dtype=np.int64)
-            for i in sent:
-                total = add_mod(total, ints[:, i], q)
-            for i in received:
-                total = add_mod(total, (q - ints[:, i]) % q, q)
-            v = np.asarray(decode(total, q, units), dtype=float)
+            total = reconstruct(np.concatenate([ints[:, sent], (q - ints[:, received]) % q], axis=1), q)
+            v = np.asarray(self.decode(total, q, units), dtype=float)
             return np.log(np.abs(v - xpj) + floor) - np.log(np.abs(v - xj) + floor)
 
         return score
@@ -608,11 +621,7 @@ class SecureSum(DistributedNoiseSum):
             own = shares[:, np.arange(cctx.k), ids]
             cctx.send(0, (own + inbox.sum_mod(q)) % q, bits=bits)
             await cctx.end_round()
-        elif self.broadcast:
-            await cctx.idle()
-        if self.broadcast:
-            total = (await cctx.end_round()).from_party(0)
-            cctx.output(self.decode(total, q, self.units(n, t)))
+        await self._release(cctx, None, q, bits, wait=0 if holding else 1)  # the others sit out the holders' round
 
     def sees_output(self, coalition: Sequence[int | str], n: int, t: int) -> bool:
         return self.broadcast or 0 in coalition
@@ -636,14 +645,4 @@ class SecureSum(DistributedNoiseSum):
             inbox = await ctx.end_round() if t or self.broadcast else {}
             if me == 0:
                 total = reconstruct(np.stack([partial, *inbox.values()], axis=-1), q)
-        elif self.broadcast:
-            await ctx.idle()  # non-holders sit out the holders' round
-        if self.broadcast:
-            if me == 0:
-                for i in range(1, n):
-                    ctx.send(i, total, bits=bits)
-                await ctx.end_round()
-            else:
-                total = (await ctx.end_round())[0]
-        if total is not None:
-            ctx.output(self.decode(total, q, self.units(n, t)))
+        await self._release(ctx, total, q, bits, wait=0 if me <= t else 1)  # non-holders sit out the holders' round
