@@ -196,6 +196,8 @@ class Privacy:
         (0.0, 0.4621)
         >>> round(Privacy.gaussian(1.0).delta_at(1.0), 4)
         0.1269
+        >>> Privacy.zcdp(1e-6).delta_at(0.1)  # below 1e-323: the smallest positive float, a safe upper bound
+        5e-324
         """
         epsilon = _check("epsilon", epsilon)
         measure = self.measure
@@ -208,9 +210,11 @@ class Privacy:
         if self.epsilon_at(1.0 - 1e-15) >= epsilon:
             return 1.0
         f = lambda log_d: self.epsilon_at(math.exp(log_d)) - epsilon  # noqa: E731
-        lo = -1.0
+        lo, tiny = -1.0, math.ulp(0.0)
         while f(lo) <= 0.0:
-            lo *= 2.0
+            if lo <= math.log(tiny):  # the true delta is below every positive float: round it up to one
+                return tiny
+            lo = max(2.0 * lo, math.log(tiny))
         # the claimed delta must not sit below the true one: the safe side is the larger delta
         return math.exp(_roots.safe_root(f, lo, math.log1p(-1e-15), safe="hi", xtol=1e-12))
 

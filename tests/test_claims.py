@@ -85,6 +85,16 @@ def test_delta_at_inverts_epsilon_at(measure, value, log_delta):
         assert claim.delta_at(eps) == pytest.approx(delta, rel=1e-5, abs=1e-14)
 
 
+@pytest.mark.parametrize("rho,epsilon", [(1e-6, 0.1), (1e-5, 0.2), (1e-8, 0.05)])
+def test_zcdp_delta_at_below_the_smallest_float_rounds_up(rho, epsilon):
+    # The true delta underflows every float (epsilon_at(5e-324) is already below epsilon): the
+    # smallest positive float is returned, a delta at which the claim does imply epsilon (was a TypeError).
+    claim = Privacy.zcdp(rho)
+    tiny = math.ulp(0.0)
+    assert claim.epsilon_at(tiny) <= epsilon
+    assert claim.delta_at(epsilon) == tiny
+
+
 def test_bad_claims_name_the_field():
     with pytest.raises(ParameterError, match="claim: epsilon"):
         Privacy(-1.0)
