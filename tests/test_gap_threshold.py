@@ -114,6 +114,22 @@ def test_cost_view_and_privacy_are_the_bases():
                                                   "epsilon": 1.5}
 
 
+@pytest.mark.parametrize("base", ["secure-sum", "ck-sum", "secagg", "randomized-response"])
+def test_the_public_sees_and_is_promised_what_the_base_publishes(base):
+    # Without broadcast a distributed sum publishes only its output party's release; the
+    # wrapper once published every party's output and claimed the empty coalition's Privacy(0).
+    n = 16
+    gap = GapThreshold(base=base, epsilon=1.0, kappa=4, tau=8)
+    t = gap.default_t(n)
+    assert gap.publishes(n, t) == gap.inner.publishes(n, t)
+    assert gap.public_privacy(n, t) == gap.inner.public_privacy(n, t)
+    assert gap.public_privacy(n, t) != privsim.Privacy(0.0)  # None (no claim) for secagg
+    res = privsim.simulate(gap, bits_with_sum(n, 10), trials=5, seed=1)
+    assert set(res.view("public").outputs) == set(gap.inner.publishes(n, t))
+    assert gap.round_stages(n, t) == gap.inner.round_stages(n, t)
+    assert gap.precomputed(n, t) == gap.inner.precomputed(n, t)
+
+
 def test_inside_the_gap_the_rule_is_applied_to_the_exact_sum_and_not_counted():
     gap = GapThreshold(kappa=10, tau=20)
     res = privsim.simulate(gap, bits_with_sum(100, 21), trials=50, seed=5)

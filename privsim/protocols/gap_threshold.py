@@ -10,7 +10,8 @@ protocol's output, so the base's messages, rounds, views and privacy claim are u
 ``randomized-response`` or ``secure-sum``): every parameter it does not declare itself
 (``base``, ``kappa``, ``tau``) is passed to the base, e.g. ``--param base=secure-sum
 --param epsilon=0.5``. The schedule, the party and curator routines and the privacy claim
-are the base's; only the estimate is post-processed.
+are the base's, and so are what it publishes and its claim to the public; only the estimate is
+post-processed.
 
 **True value and error rate.** ``true_value`` is GAP-TR of the exact sum: 1 if
 SUM >= kappa + tau, 0 if SUM <= kappa, and, inside the gap where GAP-TR is undefined, the
@@ -24,7 +25,7 @@ most Pr[|y - SUM| >= tau/2] of the base, trial by trial.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ import numpy as np
 from privsim.errors import ParameterError
 from privsim.network.schedule import Schedule
 from privsim.parties.context import PartyContext
-from privsim.protocols.base import Param, Privacy, Protocol
+from privsim.protocols.base import AuditScoreContext, Param, Privacy, Protocol
 
 __all__ = ["GapThreshold", "sum_protocols"]
 
@@ -151,6 +152,32 @@ class GapThreshold(Protocol):
     def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
         # Post-processing of the base's output: the base's claim, coalition by coalition.
         return self.inner.privacy(coalition, n, t)
+
+    def publishes(self, n: int, t: int) -> tuple[int | str, ...]:
+        # The parties are the base's, and so are their outputs: the public sees what the base
+        # publishes (the default, every party's output, would claim the empty coalition's
+        # Privacy(0) for a released sum).
+        return self.inner.publishes(n, t)
+
+    def public_privacy(self, n: int, t: int) -> Privacy | None:
+        return self.inner.public_privacy(n, t)
+
+    def precomputed(self, n: int, t: int) -> dict[str, Any]:
+        return self.inner.precomputed(n, t)
+
+    def adopt_precomputed(self, n: int, t: int, values: dict[str, Any]) -> None:
+        self.inner.adopt_precomputed(n, t, values)
+
+    def round_stages(self, n: int, t: int) -> list[str] | None:
+        return self.inner.round_stages(n, t)
+
+    def run_counts(self, outputs: dict[int | str, Any], n: int, t: int) -> dict[str, np.ndarray] | None:
+        return self.inner.run_counts(outputs, n, t)
+
+    def audit_score(self, ctx: AuditScoreContext, *legacy: Any) -> Callable[[np.ndarray], np.ndarray] | None:
+        # The views are the base's, so its score reads them as well (any score keeps the audit sound).
+        return self.inner.make_audit_score(ctx.columns, ctx.coalition, ctx.neighbor, ctx.n, ctx.t, ctx.x,
+                                           ctx.x_prime)
 
     # ------------------------------------------------------------------ the reduction
     def sum_estimate(self, outputs: dict[int | str, Any], n: int, t: int) -> np.ndarray:
