@@ -220,8 +220,7 @@ class CohortInbox:
         """
         if not self.entries:
             raise ValueError("empty cohort inbox")
-        first = self.entries[0][2]
-        out = np.zeros((self.trials, self.k, *first.shape[2:]), dtype=np.int64)
+        out = np.zeros((self.trials, self.k, *self.entries[0][2].shape[2:]), dtype=np.int64)
         chunk = max(1, (2**63 - 1) // max(int(q), 1) - 1)  # residues summed per int64 sum without overflow
         for pos, _, values in self.entries:
             values = np.asarray(values, dtype=np.int64)

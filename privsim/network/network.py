@@ -42,11 +42,12 @@ def _round_bits(values: list[Any], trials: int) -> int:
     return sum(message_bits(v, trials) for v in values)
 
 
-def check_outbox(r: int, sender: int | str, tos: list, exp: list) -> None:
+def check_outbox(r: int, sender: int | str, tos: list, exp: list, *, finished: bool = False) -> None:
     """Check the receivers ``tos`` that ``sender`` sent to in round ``r`` against the schedule's ``exp``.
 
     Raises :class:`ScheduleViolation` naming round, sender and receiver (a message twice, a
-    message off the schedule, or a scheduled message not sent). Shared by the in-process
+    message off the schedule, or a scheduled message not sent; with ``finished`` the message
+    adds that the sender's routine had returned). Shared by the in-process
     network and the TCP transport (privsim/transport), so both name a culprit alike.
 
     >>> check_outbox(1, 0, [2], [1])
@@ -67,8 +68,9 @@ def check_outbox(r: int, sender: int | str, tos: list, exp: list) -> None:
                                     f"receiver {d})")
     for d in exp:
         if d not in seen:
+            tail = "; it had finished" if finished else ""
             raise ScheduleViolation(f"round {r}: party {sender} did not send its scheduled message to party "
-                                    f"{d} (round {r}, sender {sender}, receiver {d})")
+                                    f"{d} (round {r}, sender {sender}, receiver {d}){tail}")
 
 
 class _Cohort(NamedTuple):
@@ -304,9 +306,7 @@ class SyncNetwork:
             self._complete_round()
         for r in range(self.round, self.schedule.rounds + 1):
             for s, ds in self.schedule.senders_in(r).items():
-                if ds:
-                    raise ScheduleViolation(f"round {r}: party {s} did not send its scheduled message to party "
-                                            f"{ds[0]} (round {r}, sender {s}, receiver {ds[0]}); it had finished")
+                check_outbox(r, s, [], ds, finished=True)
 
     async def watchdog(self) -> None:
         """Detect parties that can never reach the barrier (all other tasks blocked)."""

@@ -306,8 +306,7 @@ class Schedule:
             return sort_ids(self._graph.neighbors(party))
         if party not in party_ids(self.n, self.curator):
             raise ParameterError(f"schedule: party {party!r} does not exist")
-        found = {d if s == party else s for _, s, d in self.triples() if party in (s, d)}
-        return sort_ids(found)
+        return sort_ids({d if s == party else s for _, s, d in self.triples() if party in (s, d)})
 
     def __repr__(self) -> str:
         return (f"Schedule(n={self.n}, curator={self.curator}, rounds={self.rounds}, "

@@ -105,11 +105,7 @@ class TcpEndpoint:
             self.rounds_done = r
             r += 1
         for later in range(r, self.schedule.rounds + 1):
-            owed = self.schedule.receivers(later, self.me)
-            if owed:
-                raise ScheduleViolation(f"round {later}: party {self.me} did not send its scheduled message to party "
-                                        f"{owed[0]} (round {later}, sender {self.me}, receiver {owed[0]}); "
-                                        "it had finished")
+            check_outbox(later, self.me, [], self.schedule.receivers(later, self.me), finished=True)
         for later in range(self._round, self.schedule.rounds + 1):
             if self._expected[later]:
                 await self._collect(later)

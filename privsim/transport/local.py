@@ -119,8 +119,6 @@ class LocalTransport(Transport):
         if not self.cohorts:
             return []
         roles = plan.protocol.cohort_roles(plan.n, plan.t)
-        if not roles:
-            return []
         keep_all = plan.recorded == "all"  # every party's messages and tapes are kept, cohorts' too
         solo = (set() if keep_all or plan.recorded is None else set(plan.recorded)) | set(self.solo)
         found = ((role, np.array(sorted(set(members) - solo), dtype=np.int64)) for role, members in roles.items())

@@ -145,9 +145,7 @@ def _error_dict(exc: BaseException, me: int | str, round: int) -> dict[str, Any]
             "round": getattr(exc, "round", None) or round, "culprit": encode_id(culprit)}
 
 
-def _listener(cfg: PeersConfig, me: int | str, sock: socket.socket | None) -> socket.socket:
-    if sock is not None:
-        return sock
+def _listener(cfg: PeersConfig, me: int | str) -> socket.socket:
     host, port = cfg.addresses[me]
     try:
         return socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET,
@@ -164,7 +162,7 @@ async def open_links(cfg: PeersConfig, me: int | str, schedule: Schedule,
     links: dict[int | str, Link] = {}
     listener = None
     if waiting:
-        listener = trio.SocketListener(trio.socket.from_stdlib_socket(_listener(cfg, me, sock)))
+        listener = trio.SocketListener(trio.socket.from_stdlib_socket(_listener(cfg, me) if sock is None else sock))
     elif sock is not None:  # nobody connects to this party: it need not listen
         sock.close()
     deadline = trio.current_time() + max(CONNECT_TIMEOUT, cfg.timeout)
@@ -357,8 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         report = replace(report, output=None, inboxes={}, draws=None, error=_error_dict(exc, me, report.rounds_done))
         data = report.to_bytes()
     if args.result:
-        with open(args.result, "wb") as fh:
-            fh.write(data)
+        Path(args.result).write_bytes(data)
     print(json.dumps({"party": str(me), "messages": report.messages, "bits": report.bits,
                       "rounds": report.rounds_used, "wire_bytes": report.wire_bytes,
                       "error": None if report.error is None else report.error["message"]}))

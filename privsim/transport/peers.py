@@ -184,8 +184,7 @@ class PeersConfig:
     def write(self, path: str | Path) -> Path:
         """Write the peers file, readable by its owner only (it holds the run's key)."""
         p = Path(path)
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
+        with os.fdopen(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as fh:
             fh.write(self.to_json())
         return p
 
