@@ -121,13 +121,11 @@ class BLTParams:
 
     def c(self, n: int) -> NDArray[np.float64]:
         """C's first n Toeplitz coefficients (dense; for tests)."""
-        i = np.arange(n)[:, None]
-        return np.sum(self.alpha * np.exp(i * np.log1p(-self.q)), axis=1)
+        return np.sum(self.alpha * np.exp(np.arange(n)[:, None] * np.log1p(-self.q)), axis=1)
 
     def b(self, n: int) -> NDArray[np.float64]:
         """B's first n Toeplitz coefficients (dense; for tests)."""
-        i = np.arange(n)[:, None]
-        out = np.sum(self.beta * np.exp(i * np.log1p(-self.psi)), axis=1)
+        out = np.sum(self.beta * np.exp(np.arange(n)[:, None] * np.log1p(-self.psi)), axis=1)
         out[0] = 1.0
         return out
 
@@ -374,7 +372,6 @@ class BLTNoise(NoiseSource):
         self.d = self.params.psi.size
         self._log_phi = np.log1p(-self.params.psi)
         self._beta = self.params.beta
-        self._log_pairs = _pair(self._log_phi)
         self._phi_sigma = np.exp(self._log_phi) * self._sigma
         self._state = StateTable(self.k, self.d + 1)  # X_1..X_d, then the last value
         self._factors: dict[int, NDArray[np.float64]] = {}
@@ -416,7 +413,7 @@ class BLTNoise(NoiseSource):
         """F with F F^T = G(n), from the correlation matrix (well scaled even when n ~ 2^62)."""
         F = self._factors.get(n)
         if F is None:
-            G = _geom(self._log_pairs, n)  # p = phi_i phi_j = 1 only at [0, 0] (psi_0 = 0)
+            G = _geom(_pair(self._log_phi), n)  # p = phi_i phi_j = 1 only at [0, 0] (psi_0 = 0)
             sd = np.sqrt(G.diagonal())
             S = G / np.outer(sd, sd)
             try:

@@ -118,13 +118,11 @@ def step_form(T: int, tau: int) -> float:
     """
     h = tree_height(T)
     tau = integer("tau", tau, 1, 1 << h)
-    a = _a(h)
     A = B = 1.0  # the leaf of tau carries 1
-    leaf = tau - 1
-    for j in range(1, h + 1):
-        s = a[j - 1] if (leaf >> (j - 1)) & 1 == 0 else 0.0  # the sibling is all ones or all zeros
+    for j, aj in enumerate(_a(h)[:h]):  # aj = a_j: the sibling has height j
+        s = aj if ((tau - 1) >> j) & 1 == 0 else 0.0  # the sibling is all ones or all zeros
         Bs = B + s
-        A, B = A + s - Bs * Bs / (1 + 2 * a[j - 1]), Bs / (1 + 2 * a[j - 1])
+        A, B = A + s - Bs * Bs / (1 + 2 * aj), Bs / (1 + 2 * aj)
     return A
 
 
@@ -179,12 +177,11 @@ def tree_sensitivity2(h: int) -> float:
     (0.666667, 1.790783)
     """
     h = integer("h", h, 0, MAX_HEIGHT)
-    a = _a(h)
     V = np.zeros((1, 3))  # V_h(B) = 0
-    for j in range(h, 0, -1):
-        k = 1.0 / (1 + 2 * a[j - 1])
+    for a in reversed(_a(h)[:h]):  # a = a_{j-1} for j = h..1
+        k = 1.0 / (1 + 2 * a)
         new = []
-        for s in (0.0, a[j - 1]):
+        for s in (0.0, a):
             # g(B) = s - k u^2 + V(k u), u = B + s, for every quadratic V = (q2, q1, q0)
             g2 = V[:, 0] * k * k - k
             g1 = 2 * s * g2 + V[:, 1] * k

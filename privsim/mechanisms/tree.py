@@ -518,9 +518,7 @@ class _LazyTree(_Tree):
             return self._steps(coord, [t])[0]
         # k > 1: one step on the table row and its mask as they are (cheaper than the
         # list and the stack of _steps for one step)
-        if self._lock is not None:
-            self._unlock()
-        state = self._state
+        state = self._unlocked()
         slot = state.slot(coord)
         row, w, last = state.data[slot], int(state.mask[slot]), state.check_forward(coord, slot, t)
         if t != last:
@@ -547,9 +545,7 @@ class _LazyTree(_Tree):
             values = self._walk(self._row, self._levels, self._last, times)
             self._last = times[-1]
             return values
-        if self._lock is not None:
-            self._unlock()
-        state, h = self._state, self.h
+        state, h = self._unlocked(), self.h
         slot = state.slot(coord)
         last = state.check_forward(coord, slot, times[0])
         row, levels = state.data[slot].tolist(), _levels(int(state.mask[slot]), h)
@@ -585,17 +581,18 @@ class _LazyTree(_Tree):
             values.append(self._value(row, 0))
         return values
 
-    def _unlock(self) -> None:
-        """Move the lockstep walks into the table, coordinate i in row i (Algorithm 1's state)."""
-        assert self._lock is not None
+    def _unlocked(self) -> StateTable:
+        """The per-coordinate table, the lockstep walks moved into it first if in lockstep (coordinate i in row i)."""
         lock, state, k = self._lock, self._state, self.k
-        self._lock = None
-        assert state.table is not None  # k > 1
-        state.table.get_or_insert(np.arange(k, dtype=np.int64))  # the table is empty: rows 0..k-1
-        state.grow(k)
-        state.data[:k] = lock.P.T
-        state.last[:k] = lock.last
-        state.mask[:k] = lock.mask
+        if lock is not None:
+            self._lock = None
+            assert state.table is not None  # k > 1
+            state.table.get_or_insert(np.arange(k, dtype=np.int64))  # the table is empty: rows 0..k-1
+            state.grow(k)
+            state.data[:k] = lock.P.T
+            state.last[:k] = lock.last
+            state.mask[:k] = lock.mask
+        return state
 
     # -- the walk: how the noise at the levels is drawn ---------------------------------
     @abstractmethod
@@ -628,9 +625,7 @@ class _LazyTree(_Tree):
     def _noise_many(self, coords: NDArray[np.int64], t: int) -> NDArray[np.float64]:
         if self.k == 1:  # coords is [0]: the scalar path's state
             return np.array(self._steps(0, [t]))
-        if self._lock is not None:
-            self._unlock()
-        state, h = self._state, self.h
+        state, h = self._unlocked(), self.h
         slots = state.slots(coords, t)
         # Flat indices into the state: one gather of data[slot, col] is
         # flat[slot * width + col], several times cheaper in numpy than two-array indexing.
@@ -653,21 +648,20 @@ class _LazyTree(_Tree):
         h = self.h
         w = self._state.mask[slots]
         if last.min() == last.max() and (w == w[0]).all():  # one history (a protocol's trials): scalar levels
-            m_, a_, c_, new_w = _shared_level(int(w[0]), int(last[0]), t, h)
-            if a_ != m_:
-                self._bridge_many(flat, base, a_, m_, c_)  # type: ignore[arg-type]
-            self._tail_many(flat, base, m_)  # type: ignore[arg-type]
-            self._state.mask[slots] = new_w
-            return
-        m = h - _bit_length((last - 1) ^ (t - 1))
-        gap = np.flatnonzero(((w >> m) & 1) == 0)
-        if gap.size:  # bridge between the valid levels a < m < c
-            mg, wg = m[gap], w[gap]
-            a = _bit_length(wg & ((1 << mg) - 1)) - 1
-            above = (wg >> (mg + 1)) << (mg + 1)
-            self._bridge_many(flat, base[gap], a, mg, _bit_length(above & -above) - 1)
-        self._tail_many(flat, base, m)
-        self._state.mask[slots] = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)
+            m, a_, c_, new_w = _shared_level(int(w[0]), int(last[0]), t, h)
+            if a_ != m:
+                self._bridge_many(flat, base, a_, m, c_)  # type: ignore[arg-type]
+        else:
+            m = h - _bit_length((last - 1) ^ (t - 1))
+            new_w = (w & ((2 << m) - 1)) | (1 << m) | (1 << h)
+            gap = np.flatnonzero(((w >> m) & 1) == 0)
+            if gap.size:  # bridge between the valid levels a < m < c
+                mg, wg = m[gap], w[gap]
+                a = _bit_length(wg & ((1 << mg) - 1)) - 1
+                above = (wg >> (mg + 1)) << (mg + 1)
+                self._bridge_many(flat, base[gap], a, mg, _bit_length(above & -above) - 1)
+        self._tail_many(flat, base, m)  # type: ignore[arg-type]
+        self._state.mask[slots] = new_w
 
 
 class _Lockstep:
@@ -678,7 +672,7 @@ class _Lockstep:
     ints, and each draw of Algorithm 1 is one numpy expression over k values: level j of
     every coordinate is row j of P, contiguous. A read costs O(1) array operations of
     length k whatever h (at most two normals per value), and the state is Algorithm 1's
-    own, so the switch to the per-coordinate table (:meth:`_LazyTree._unlock`) draws
+    own, so the switch to the per-coordinate table (:meth:`_LazyTree._unlocked`) draws
     nothing.
     """
 
@@ -696,13 +690,12 @@ class _Lockstep:
             _refuse_backwards(0, self.last, t)
         if self.last == 0:  # Alg. 1 l.3-9: the root, then h more levels
             P[0] = s * normals(k)
-            P[h] = P[0] + s * math.sqrt(h) * normals(k)
-            self.mask = 1 | (1 << h)
+            m, self.mask = 0, 1 | (1 << h)
         else:
             m, a, c, self.mask = _shared_level(self.mask, self.last, t, h)
             if a != m:  # Alg. 1 l.18-23
                 P[m] = _bridge(P[a], P[c], a, m, c, s, normals(k))
-            np.add(P[m], s * math.sqrt(h - m) * normals(k), out=P[h])  # Alg. 1 l.25-26
+        np.add(P[m], s * math.sqrt(h - m) * normals(k), out=P[h])  # Alg. 1 l.25-26 (l.3-9 with m = 0)
         self.last = t
         return P[h]
 
@@ -813,17 +806,16 @@ class FastGaMe(_GaussianNodes, _LazyTree):
         if coords is None and self.k != 1:
             raise ParameterError("coords is required when k > 1 (an int or int array in 0..k-1)")
         keys = integer_values("coords", 0 if coords is None else coords, 0, self.k - 1)
-        if self._lock is not None:
-            self._unlock()
         flat = np.atleast_1d(keys).ravel()
         if self.k == 1:
             have = np.full(flat.size, self._last > 0)
             rows = np.tile(self._row, (int(have.sum()), 1))
             masks = np.full(rows.shape[0], _mask(self._levels, self.h), dtype=np.int64)
         else:
-            slots = self._state.lookup(flat)
+            state = self._unlocked()
+            slots = state.lookup(flat)
             have = slots >= 0
-            rows, masks = self._state.data[slots[have]], self._state.mask[slots[have]]
+            rows, masks = state.data[slots[have]], state.mask[slots[have]]
         out = np.full((flat.size, self.h + 1), np.nan)
         valid = (masks[:, None] >> np.arange(self.h + 1)) & 1
         out[have] = np.where(valid == 1, rows, np.nan)
