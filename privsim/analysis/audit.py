@@ -354,8 +354,7 @@ class _SampledBatches:
     columns: tuple[str, ...]
 
     def views(self, pick: Pick) -> tuple[np.ndarray, list[str]]:
-        label = "x" if pick[0] == "x" else "x'"
-        return check_views(self.sample_batch(*pick), self.columns, label), list(self.columns)
+        return check_views(self.sample_batch(*pick), self.columns, "x" if pick[0] == "x" else "x'"), list(self.columns)
 
 
 def _gather(arrivals: Iterable[tuple[Pick, tuple[np.ndarray, list[str]]]], rows: int | None,

@@ -309,8 +309,7 @@ def _atom_terms(name: str, column: int, values: np.ndarray, sx: np.ndarray, sxp:
                 make) -> list[tuple[Term, ...]]:
     """One candidate per atom, and the unions of the atoms favoured by x and by x' (more
     often in ``sx`` than in ``sxp``, the values on the rows of x and x', or the reverse)."""
-    fx = np.array([np.count_nonzero(sx == v) for v in values])
-    fxp = np.array([np.count_nonzero(sxp == v) for v in values])
+    fx, fxp = (np.array([np.count_nonzero(s == v) for v in values]) for s in (sx, sxp))
     out: list[tuple[Term, ...]] = [(make(column, name, (float(v),)),) for v in values]
     if values.size > 1:
         for favoured in (fx > fxp, fx < fxp):
@@ -580,8 +579,7 @@ def _best(candidates: list[tuple[str, tuple[Term, ...]]], x: np.ndarray, xp: np.
                        [np.count_nonzero(DerivedEvent(terms, 1, family).feature(v)) for v in (x, xp)]
                        for k, (family, terms) in enumerate(candidates)])
     # Each candidate's two sides, feature == 1 then feature == 0.
-    hits_x = np.column_stack([counts[:, 0], len(x) - counts[:, 0]]).ravel()
-    hits_xp = np.column_stack([counts[:, 1], len(xp) - counts[:, 1]]).ravel()
+    hits_x, hits_xp = (np.column_stack([counts[:, k], len(v) - counts[:, k]]).ravel() for k, v in enumerate((x, xp)))
     scores = _forecast(hits_x, len(x), hits_xp, len(xp), delta, confidence, n_estimate)
     order = np.argsort(-scores, kind="stable")[:keep]
     return [(float(scores[k]), DerivedEvent(candidates[k // 2][1], 1 - k % 2, candidates[k // 2][0])) for k in order]

@@ -88,8 +88,7 @@ def fit_logistic_score(
     >>> s.columns[int(np.argmax(np.abs(s.weights)))]
     'signal'
     """
-    views_x = views_x[:: max(1, -(-len(views_x) // max_rows))]
-    views_xp = views_xp[:: max(1, -(-len(views_xp) // max_rows))]
+    views_x, views_xp = (views[:: max(1, -(-len(views) // max_rows))] for views in (views_x, views_xp))
     # Standardized in place, without temporaries: the design is the only copy made.
     design = np.concatenate([views_x, views_xp])
     mean = design.mean(axis=0)
@@ -181,8 +180,7 @@ def _select_threshold(
         return float(pooled[0]), ">="
     n_x, n_xp = s_x.size, s_xp.size
     alpha_each = _selection_alpha(confidence, 2 * cuts.size, min(n_x, n_xp), n_estimate)
-    hits_x = n_x - np.searchsorted(np.sort(s_x), cuts, side="left")  # #{s >= c}
-    hits_xp = n_xp - np.searchsorted(np.sort(s_xp), cuts, side="left")
+    hits_x, hits_xp = (s.size - np.searchsorted(np.sort(s), cuts, side="left") for s in (s_x, s_xp))  # #{s >= c}
     # The events {s >= c}, then {s < c}: the first best of all is that of the side with the
     # larger maximum ({s >= c} on a tie), and the first best of that side.
     best = _criterion_argmax(np.concatenate([hits_x, n_x - hits_x]), n_x,
@@ -356,8 +354,11 @@ def _is_function_of(rows: np.ndarray, mask: np.ndarray) -> bool:
     return bool(np.all((in_s == 0) | (in_s == total)))
 
 
-def _reduce_columns(outcomes: np.ndarray, mask: np.ndarray) -> list[int]:
-    """Drop, greedily, each column that membership does not depend on (on the seen rows).
+def _reduced_event(outcomes: np.ndarray, mask: np.ndarray, names: Sequence[str], indices: Sequence[int],
+                   moduli: Sequence[int] = ()) -> OutcomeSetEvent:
+    """The event "one of the rows of ``outcomes`` that ``mask`` selects" (columns named ``names``,
+    at ``indices`` in the view, with ``moduli`` if any), on the columns membership depends on:
+    each one it does not depend on (on the seen rows) is dropped, greedily.
 
     This turns "the 2 outcomes of (z3, z5) with z3 = 1" into "z3 == 1", which reads
     better and also covers outcomes the selection sample happened not to see.
@@ -367,7 +368,9 @@ def _reduce_columns(outcomes: np.ndarray, mask: np.ndarray) -> list[int]:
         trial = [c for c in kept if c != column]
         if _is_function_of(outcomes[:, trial], mask):
             kept = trial
-    return kept
+    chosen = frozenset(tuple(float(v) for v in row) for row in outcomes[mask][:, kept])
+    return OutcomeSetEvent(tuple(names[c] for c in kept), tuple(indices[c] for c in kept), chosen,
+                           moduli=tuple(moduli[c] for c in kept) if moduli else ())
 
 
 def _halves(views: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -445,10 +448,7 @@ def _select_outcome_set(
                         n_estimate)
     if mask is None:  # one ratio class: no event separates x from x'
         mask = np.ones(len(table.outcomes), dtype=bool)
-    kept = _reduce_columns(table.outcomes, mask)
-    chosen = {tuple(float(v) for v in row) for row in table.outcomes[mask][:, kept]}
-    indices = tuple(relevant[c] for c in kept)
-    return OutcomeSetEvent(tuple(columns[i] for i in indices), indices, frozenset(chosen))
+    return _reduced_event(table.outcomes, mask, [columns[i] for i in relevant], relevant)
 
 
 def check_views(views: np.ndarray, columns: Sequence[str], label: str) -> np.ndarray:

@@ -68,7 +68,7 @@ from privsim.analysis.audit_select import (
     _halves,
     _positions,
     _pruned_argmax,
-    _reduce_columns,
+    _reduced_event,
     _selection_alpha,
     _selection_criterion,
     _varying_columns,
@@ -328,9 +328,8 @@ class _TreeTables:
         splits = np.concatenate(inner)
         thresholds = {int(f): np.unique(splits["num_threshold"][splits["feature_idx"] == f])
                       for f in np.unique(splits["feature_idx"])}
-        order = sorted(thresholds)
-        slot = {f: k for k, f in enumerate(order)}
-        features = [(slot[f], int(indices[f]), int(moduli[f]), thresholds[f]) for f in order]
+        slot = {f: k for k, f in enumerate(thresholds)}  # (the features in increasing order, as np.unique gives them)
+        features = [(slot[f], int(indices[f]), int(moduli[f]), thresholds[f]) for f in thresholds]
         trees = []
         for nodes, split in zip(all_nodes, inner):
             own = [int(f) for f in np.unique(split["feature_idx"])]
@@ -501,8 +500,7 @@ def _smooth_cut(l_x: np.ndarray, l_xp: np.ndarray, delta: float, confidence: flo
     cuts = _candidate_cuts(np.concatenate([l_x, l_xp]))
     if cuts.size == 0:
         return None
-    below_x = np.searchsorted(l_x, cuts, side="left")  # rows with L < c
-    below_xp = np.searchsorted(l_xp, cuts, side="left")
+    below_x, below_xp = (np.searchsorted(l_sorted, cuts, side="left") for l_sorted in (l_x, l_xp))  # rows with L < c
     # Suffix sums of e^-L over the x rows (L >= c), prefix sums of e^L over the x' rows (L < c).
     tail_x = np.concatenate([np.cumsum(np.exp(-l_x)[::-1])[::-1], [0.0]])[below_x]
     head_xp = np.concatenate([[0.0], np.cumsum(np.exp(l_xp))])[below_xp]
@@ -727,21 +725,18 @@ def _propose_pairs(p: _Proposal) -> tuple[str, Event] | None:
             counts_xp = np.bincount(codes_xp[a] * values[b].size + codes_xp[b], minlength=cells)
             log_p = _g_pvalue(counts_x, counts_xp)
             if log_p < best:
-                best, best_pair = log_p, (a, b, counts_x, counts_xp)
-    if best_pair is None:
-        return None
-    a, b, counts_x, counts_xp = best_pair
-    event = _pair_event(p, candidates, (a, b), counts_x, counts_xp, cut_x, cut_xp)
+                best, best_pair = log_p, ((candidates[a], candidates[b]), counts_x, counts_xp)
+    event = None if best_pair is None else _pair_event(p, *best_pair, cut_x, cut_xp)
     return None if event is None else ("pairs", event)
 
 
-def _pair_event(p: _Proposal, candidates: list[tuple[int, int, np.ndarray]], pair: tuple[int, int],
+def _pair_event(p: _Proposal, pair: tuple[tuple[int, int, np.ndarray], tuple[int, int, np.ndarray]],
                 counts_x: np.ndarray, counts_xp: np.ndarray, cut_x: np.ndarray, cut_xp: np.ndarray
                 ) -> OutcomeSetEvent | None:
-    """The cells of the pair with the largest likelihood ratios (ranked on the ranking half),
-    as many as the selection criterion on the cut half prefers, reduced to the columns
-    membership depends on."""
-    (ca, ma, va), (cb, mb, vb) = (candidates[k] for k in pair)
+    """The cells of the pair (two of :func:`_low_cardinality`'s candidates) with the largest
+    likelihood ratios (ranked on the ranking half), as many as the selection criterion on
+    the cut half prefers, reduced to the columns membership depends on."""
+    (ca, ma, va), (cb, mb, vb) = pair
     cells = []
     for views in (cut_x, cut_xp):
         code_a, code_b = _codes(views, ca, ma, va), _codes(views, cb, mb, vb)
@@ -752,19 +747,14 @@ def _pair_event(p: _Proposal, candidates: list[tuple[int, int, np.ndarray]], pai
     if mask is None:
         return None
     grid = np.array([(u, v) for u in va for v in vb], dtype=float)
-    kept = _reduce_columns(grid, mask)
-    chosen = frozenset(tuple(float(v) for v in row) for row in grid[mask][:, kept])
-    cols = [candidates[pair[k]] for k in kept]
-    return OutcomeSetEvent(tuple(p.columns[c] for c, _, _ in cols), tuple(c for c, _, _ in cols), chosen,
-                           moduli=tuple(m for _, m, _ in cols))
+    return _reduced_event(grid, mask, (p.columns[ca], p.columns[cb]), (ca, cb), (ma, mb))
 
 
 def _tree_features(views_x: np.ndarray, views_xp: np.ndarray, columns: Sequence[str], distinct: Sequence[int]
                    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...]]:
     """The ``distinct`` columns, then residues mod 2, 3, 4 of the integer ones with more than 2 values."""
-    varying = list(distinct)
-    features = [(c, 0) for c in varying]
-    for c in varying:
+    features = [(c, 0) for c in distinct]
+    for c in distinct:
         pooled = np.concatenate([views_x[:, c], views_xp[:, c]])
         if np.array_equal(pooled, np.round(pooled)) and np.unique(pooled[:4096]).size > 2:
             features += [(c, m) for m in _TREE_MODULI]
@@ -897,12 +887,10 @@ def _pick(proposals: list[tuple[str, str, Event]], hold_x: np.ndarray, hold_xp: 
     # A leader that separates the held-out rows perfectly (all of one input's, none of the
     # other's) forecasts the most any event can: a runner-up could only tie, and carrying
     # it would cost the split (the lazy join's score: 0.26 at 10^6 trials with two more).
-    leader = proposals[first][2]
-    in_x, in_xp = leader.contains(hold_x), leader.contains(hold_xp)
-    if (in_x.all() and not in_xp.any()) or (in_xp.all() and not in_x.any()):
-        return [(proposals[first][0], Candidate(leader, proposals[first][1], values[first]))]
+    in_x, in_xp = proposals[first][2].contains(hold_x), proposals[first][2].contains(hold_xp)
+    separated = (in_x.all() and not in_xp.any()) or (in_xp.all() and not in_x.any())
     for k in sorted((k for k in range(len(proposals)) if k != first), key=lambda k: -values[k]):
-        if len(carried) == MAX_CARRIED or not (math.isfinite(values[k]) and values[k] > 0):
+        if separated or len(carried) == MAX_CARRIED or not (math.isfinite(values[k]) and values[k] > 0):
             break
         # The runner-up's forecast where its bound would be: at its share of the confidence.
         split = 1.0 - (1.0 - confidence) / (len(carried) + 1)
