@@ -13,7 +13,7 @@ coalitions, seeds or the split exists anywhere else (docs/architecture.md,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -220,9 +220,6 @@ class Batches(Sequence[Batch]):
                            min(self.trials, stop * self.size) - min(self.trials, start * self.size))
         i = range(len(self))[index]  # (an IndexError names the index, as a tuple's would)
         return self.first + i * self.size // TRIAL_BLOCK, min(self.size, self.trials - i * self.size)
-
-    def __iter__(self) -> Iterator[Batch]:
-        return (self[i] for i in range(len(self)))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Batches):  # the first pair fixes the size: the last one the rest
@@ -443,13 +440,11 @@ def split_batches(plan: Sequence[Batch], select_fraction: float,
     >>> split_batches(plan_audit_batches(4 * 10**6, 8), 0.2)
     (4, 119)
     """
-    n_select, n_estimate = plan_split(len(plan), select_fraction)
+    n_select, _ = plan_split(len(plan), select_fraction)
     # Beyond about 2^17 selection trials per input the chosen event hardly improves, while
     # the selection sample is held in memory and worked on sequentially: the rest estimates.
-    cap = max(1, -(-max_select // plan[0][1]))
-    if n_select > cap:
-        n_select, n_estimate = cap, n_select + n_estimate - cap
-    return n_select, n_estimate
+    n_select = min(n_select, max(1, -(-max_select // plan[0][1])))
+    return n_select, len(plan) - n_select
 
 
 def _estimation_trials(trials: int, n: int, batch_trials: int | None, select_fraction: float) -> int:

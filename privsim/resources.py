@@ -26,6 +26,7 @@ import math
 import os
 import resource
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from privsim.errors import ResourceError
@@ -173,12 +174,10 @@ def _quantity(text: str, raw: str, units: dict[str, int], what: str, like: str) 
 def _cgroup_room() -> int | None:
     # cgroup v2 (containers, systemd slices): the limit minus what the group already uses.
     try:
-        with open("/sys/fs/cgroup/memory.max") as fh:
-            limit = fh.read().strip()
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
         if limit == "max":
             return None
-        with open("/sys/fs/cgroup/memory.current") as fh:
-            used = int(fh.read().strip())
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
         return max(0, int(limit) - used)
     except (OSError, ValueError):
         return None
@@ -193,9 +192,7 @@ def available_memory() -> int | None:
     """
     limits: list[int] = []
     with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as fh:
-        for line in fh:
-            if line.startswith("MemAvailable:"):
-                limits.append(int(line.split()[1]) * 1024)
+        limits.extend(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:"))
     room = _cgroup_room()
     if room is not None:
         limits.append(room)
