@@ -55,9 +55,7 @@ def number_text(value: Any) -> str:
     >>> number_text(0.693147), number_text(1234567), number_text(None)
     ('0.6931', '1 234 567', 'None')
     """
-    if isinstance(value, (bool, np.bool_)) or value is None:
-        return str(value)
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return f"{int(value):,}".replace(",", " ") if abs(int(value)) >= 10**5 else str(int(value))
     if isinstance(value, (float, np.floating)):
         return f"{float(value):.4g}"
@@ -267,8 +265,7 @@ def _claim_from_dict(claim: dict[str, Any] | None) -> Any:
 
 def _claim_axes(ax: Any, claim: Any, mark: tuple[float, float] | None = None) -> None:
     deltas = np.logspace(-12, -0.5, 60)
-    values = [claim.epsilon_at(float(d)) for d in deltas]
-    curve = np.array([np.nan if v is None else v for v in values], dtype=float)
+    curve = np.array([claim.epsilon_at(float(d)) for d in deltas], dtype=float)  # None (no epsilon): nan
     ax.semilogx(deltas, curve, color="k", lw=1.5, label=f"claim: {claim.describe()}")
     if mark is not None:
         d, eps = mark

@@ -224,14 +224,9 @@ class Privacy:
         >>> Privacy.zcdp(0.5, delta=1e-6).to_dict()["measure"]
         'zcdp'
         """
-        out: dict[str, Any] = {"measure": self.measure, "epsilon": self.epsilon, "delta": self.delta}
-        if self.rho is not None:
-            out["rho"] = self.rho
-        if self.mu is not None:
-            out["mu"] = self.mu
-        if self.assumption:
-            out["assumption"] = self.assumption
-        return out
+        optional = {"rho": self.rho, "mu": self.mu, "assumption": self.assumption or None}  # kept where set
+        return {"measure": self.measure, "epsilon": self.epsilon, "delta": self.delta,
+                **{k: v for k, v in optional.items() if v is not None}}
 
     def describe(self) -> str:
         """One short line, e.g. ``(1, 1e-06)-DP`` or ``0.01-zCDP``.

@@ -147,13 +147,10 @@ def _per_round_bits(res: Any) -> list[int]:
 
 def _cost_figure(messages: list[int], bits: list[int]) -> Any:
     fig = new_figure(9, 2.8)
-    axes = fig.subplots(1, 2)
-    rounds = np.arange(1, len(messages) + 1)
-    axes[0].bar(rounds, messages, color=_POPULAR)
-    axes[0].set_title("messages per round", fontsize=9)
-    axes[1].bar(np.arange(1, len(bits) + 1), bits, color=_LONELY)
-    axes[1].set_title("bits per round (one run)", fontsize=9)
-    for ax in axes:
+    for ax, values, colour, title in zip(fig.subplots(1, 2), (messages, bits), (_POPULAR, _LONELY),
+                                         ("messages per round", "bits per round (one run)")):
+        ax.bar(np.arange(1, len(values) + 1), values, color=colour)
+        ax.set_title(title, fontsize=9)
         ax.set_xlabel("round")
         ax.xaxis.get_major_locator().set_params(integer=True)
     fig.tight_layout()

@@ -151,7 +151,6 @@ class View:
     def to_dict(self, trials: int = 3) -> dict[str, Any]:
         """A JSON-ready summary of the first ``trials`` runs."""
         pick = self.trial_value  # a tuple output (e.g. dist-alpha's): each part on its own
-        k = min(trials, self.trials)
         return {
             "coalition": [str(m) for m in self.coalition],
             "seeds": {str(m): s for m, s in self.seeds.items()},
@@ -164,6 +163,6 @@ class View:
                                  for r, s, d, v in self.messages],
                     "outputs": {str(m): pick(v, i) for m, v in self.outputs.items()},
                 }
-                for i in range(k)
+                for i in range(min(trials, self.trials))
             ],
         }

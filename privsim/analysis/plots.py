@@ -125,8 +125,7 @@ def _estimate_panel(ax: Any, estimate: dict[str, Any]) -> None:
     for i, key in enumerate(("p_hat", "q_hat")):
         hat = float(estimate[key])
         hits = int(round(hat * trials))
-        lo = float(clopper_pearson(hits, trials, alpha, "lower"))
-        hi = float(clopper_pearson(hits, trials, alpha, "upper"))
+        lo, hi = (float(clopper_pearson(hits, trials, alpha, side)) for side in ("lower", "upper"))
         ax.errorbar([i], [hat], yerr=[[hat - lo], [hi - hat]], fmt="o", capsize=8,
                     color=("#4c72b0", "#dd8452")[i])
         ax.text(i + 0.08, hat, f"{hat:.4g}\n[{lo:.4g}, {hi:.4g}]", va="center", fontsize=8)

@@ -408,15 +408,12 @@ class Protocol:
 
     def cached_schedule(self, n: int, t: int) -> Schedule:
         """:meth:`schedule`, computed once per (n, t) for this instance (batches reuse it)."""
-        cache = self.__dict__.setdefault("_schedules", {})
-        if (n, t) not in cache:
-            schedule = self.schedule(n, t)
-            if not isinstance(schedule, Schedule):
-                raise ProtocolError(f"{self.name or type(self).__name__}.schedule(n={n}, t={t}) returned "
-                                     f"{type(schedule).__name__} (expected a privsim.Schedule, e.g. "
-                                     f"Schedule(n, rounds, curator=...), got {schedule!r:.60})")
-            cache[(n, t)] = schedule
-        return cache[(n, t)]
+        schedule = self._memo(("schedule", n, t), lambda: self.schedule(n, t))
+        if not isinstance(schedule, Schedule):
+            raise ProtocolError(f"{self.name or type(self).__name__}.schedule(n={n}, t={t}) returned "
+                                 f"{type(schedule).__name__} (expected a privsim.Schedule, e.g. "
+                                 f"Schedule(n, rounds, curator=...), got {schedule!r:.60})")
+        return schedule
 
     def schedule(self, n: int, t: int) -> Schedule:
         """The exact (round, sender, receiver) triples, from the parameters alone."""

@@ -118,8 +118,7 @@ class _SketchStream(_Stream):
         For the source chosen (:meth:`~privsim.mechanisms.continual_kinds.ContinualNoise.stream_loss`:
         the tree's bound at its node variance, BLT's from its sensitivity, C >= 0).
         """
-        kind = sketch_noise_kind(self.noise, self.calibration)
-        return kind.stream_loss(self.steps_per_round * self.T, self.rho, 2.0)
+        return sketch_noise_kind(self.noise, self.calibration).stream_loss(self.steps_per_round * self.T, self.rho, 2.0)
 
     @property
     def assumption(self) -> str:
@@ -127,8 +126,7 @@ class _SketchStream(_Stream):
         return ""
 
     def _claim(self, rho: float) -> Privacy:
-        claim = Privacy.zcdp(rho, delta=self.delta)
-        return claim.assuming(self.assumption) if self.assumption else claim
+        return Privacy.zcdp(rho, delta=self.delta).assuming(self.assumption)  # "": no assumption
 
     def event_privacy(self) -> Privacy:
         """The event-level guarantee (one update added or removed): rho-zCDP."""
@@ -384,9 +382,6 @@ class ContinualJoin(_SketchStream):
         3
         """
         return (n + 1) // 2
-
-    def input_shape(self) -> tuple[int, ...]:
-        return (self.T,)
 
     def validate_inputs(self, inputs: np.ndarray) -> np.ndarray:
         return check_stream_inputs(inputs, (inputs >= -1) & (inputs < self.keys),

@@ -283,6 +283,9 @@ class _Stream(Protocol):
         """Bits of one party's update message (None: the size of its value)."""
         raise NotImplementedError
 
+    def input_shape(self) -> tuple[int, ...]:
+        return (self.T,)  # one update per step
+
     def privacy(self, coalition: Sequence[int | str], n: int, t: int) -> Privacy | None:
         if CURATOR in coalition:
             return None  # C receives every update in the clear (local collection, trusted curator)
@@ -454,9 +457,6 @@ class ContinualSum(_Stream):
         return self._claim(self.rho_event)
 
     # ------------------------------------------------------------ inputs
-    def input_shape(self) -> tuple[int, ...]:
-        return (self.T,)
-
     def validate_inputs(self, inputs: np.ndarray) -> np.ndarray:
         if self.domain == "bits":
             return check_stream_inputs(inputs, (inputs == 0) | (inputs == 1), "the domain {0, 1} (domain=bits)")

@@ -335,13 +335,9 @@ class DistAlpha(Protocol):
 
     def publishes(self, n: int, t: int) -> tuple[int | str, ...]:
         """The window minimum that p_1 broadcasts (party 0's own output adds its interval
-        sums S_k, which stay private to it)."""
+        sums S_k, which stay private to it). It is a function of the S_k, each with all of its
+        noise L Var Y_i, so the inherited :meth:`public_privacy` (:meth:`privacy` of ``()``) fits it."""
         return (1,) if n > 1 else (0,)
-
-    def public_privacy(self, n: int, t: int) -> Privacy | None:
-        """The window minimum is a function of the S_k, each with all of its noise L Var Y_i: the
-        claim for the empty coalition (:meth:`privacy` of ``()``), which faces exactly that noise."""
-        return self.privacy((), n, t)
 
     def residual_sigma2(self, coalition: Sequence[int | str], n: int, neighbor: int) -> float:
         """Var of the noise on S_k(neighbor) that ``coalition`` does not know: (L - m_k) Var Y_i,

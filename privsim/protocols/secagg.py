@@ -528,9 +528,8 @@ class SecAgg(DistributedNoiseSum):
             key_cols = [ctx.index("rand", party=v, draw=first) for v in nb]
             last = self.cached_schedule(n, t).rounds
             holders = [j, *nb]
-            pos = [[h, *self.neighbours(n)[h]].index(j) for h in holders]
-            b_cols = [ctx.index("msg", round=last, sender=h, receiver=CURATOR, element=pos[i])
-                      for i, h in enumerate(holders)]
+            b_cols = [ctx.index("msg", round=last, sender=h, receiver=CURATOR,
+                                element=[h, *self.neighbours(n)[h]].index(j)) for h in holders]
         sign = np.where(np.asarray(nb) > j, 1, -1)
         xj, xpj = float(np.asarray(ctx.x)[j]), float(np.asarray(ctx.x_prime)[j])
         decode, units = self.decode, self.units(n, t)
