@@ -53,10 +53,9 @@ def safe_root(excess: Callable[[float], float], lo: float, hi: float, *, safe: L
     >>> safe_root(lambda e: e - 1.0, 0.0, 3.0, safe="lo") <= 1.0
     True
     """
-    end = hi if safe == "hi" else lo
+    end, other = (hi, lo) if safe == "hi" else (lo, hi)
     if not excess(end) <= 0.0:
         raise ValueError(f"safe_root: the guarantee fails at the safe end {end!r} of the bracket")
-    other = lo if safe == "hi" else hi
     if excess(other) <= 0.0:
         return other  # the guarantee holds on the whole bracket
     x = float(optimize.brentq(excess, lo, hi, xtol=xtol, rtol=rtol))

@@ -91,14 +91,14 @@ class IntegerLaw:
 
 
 def _dg_window(s2: float, tail: float) -> tuple[int, np.ndarray, float]:
-    """N_Z(0, s2) on [-K, K] and a bound on Pr[|X| > K] (normaliser >= its j = 0 term, 1)."""
+    """K, N_Z(0, s2) on [-K, K] and a bound on Pr[|X| > K] (normaliser >= its j = 0 term, 1)."""
     K = int(math.ceil(math.sqrt(2.0 * s2 * math.log(4.0 / tail)))) + 1
     k = np.arange(-K, K + 1, dtype=float)
     w = np.exp(-k * k / (2.0 * s2))
     pmf = w / w.sum()  # the window's normaliser is <= the full one: each entry >= the true pmf
     # sum_{j > K} e^{-j^2/2s2} <= e^{-K^2/2s2} / (1 - e^{-K/s2}); twice, over Z >= 1
     out = 2.0 * math.exp(-K * K / (2.0 * s2)) / -math.expm1(-K / s2)
-    return -K, pmf * (1.0 - out), out  # (1 - out) pmf_window <= the true pmf on the window
+    return K, pmf * (1.0 - out), out  # (1 - out) pmf_window <= the true pmf on the window
 
 
 @lru_cache(maxsize=512)
@@ -142,8 +142,7 @@ def ddg_sum_law(s2: float, k: int, tail: float = TRUNCATION) -> IntegerLaw:
     """
     s2 = _checks.positive("s2", s2, scalar=True)
     k = _checks.integer("k", k, 1)
-    lo, one, out = _dg_window(s2, tail / k)
-    K = -lo
+    K, one, out = _dg_window(s2, tail / k)
     reach = math.sqrt(2.0 * k * s2 * math.log(2.0 / _ALIAS))
     N = 1 << int(math.ceil(math.log2(max(2.0 * reach + 2.0, 2.0 * K + 2.0))))
     u = np.finfo(float).eps / 2

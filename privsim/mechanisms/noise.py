@@ -237,11 +237,11 @@ def gaussian_variance(
     if rho is not None:
         if epsilon is not None or delta is not None:
             raise ParameterError("give either rho or (epsilon, delta), not both")
-        sensitivity = _checks.positive("sensitivity", sensitivity)
-        return sensitivity**2 / (2.0 * _checks.positive("rho", rho))  # Bun-Steinke Prop 1.6
-    if epsilon is None or delta is None:
+    elif epsilon is None or delta is None:
         raise ParameterError("give rho > 0, or both epsilon > 0 and delta in (0, 1)")
     sensitivity = _checks.positive("sensitivity", sensitivity)
+    if rho is not None:
+        return sensitivity**2 / (2.0 * _checks.positive("rho", rho))  # Bun-Steinke Prop 1.6
     unit_sigma = accounting.analytic_gaussian_sigma(epsilon, delta)  # sigma is linear in D
     return (sensitivity * unit_sigma) ** 2
 
@@ -334,13 +334,11 @@ def discrete_laplace_mechanism(
     >>> discrete_laplace_mechanism(np.array([10, 20]), 1, 1.0, rng).dtype
     dtype('int64')
     """
-    sensitivity = _checks.integer("sensitivity", sensitivity, 1)
-    epsilon = _checks.positive("epsilon", epsilon)
+    b = laplace_scale(_checks.integer("sensitivity", sensitivity, 1), epsilon)
     arr = np.asarray(value)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise InputError(f"value must be an integer or integer array (got dtype {arr.dtype})")
-    noise = discrete_laplace_share(rng, sensitivity / epsilon, 1, _default_size(value, size))
-    return arr.astype(np.int64) + noise
+    return arr.astype(np.int64) + discrete_laplace_share(rng, b, 1, _default_size(value, size))
 
 
 # ---------------------------------------------------------------------------------------

@@ -144,44 +144,39 @@ class LaplaceShares(NoiseFamily):
     epsilon: float
     name: ClassVar[str] = "laplace"
     integer: ClassVar[bool] = False
+    # the law's functions in :mod:`~privsim.mechanisms.noise` (DiscreteLaplaceShares names its own)
+    _share = staticmethod(noise.laplace_share)
+    _shares_variance = staticmethod(noise.laplace_shares_variance)
+    _tail_bound = staticmethod(noise.laplace_tail_bound)
 
     def share(self, rng: Any, m: int, size: Any = ()) -> np.ndarray:
-        return noise.laplace_share(rng, self.b, m, size=size)
+        return self._share(rng, self.b, m, size=size)
 
     def shares_variance(self, m: int, count: int) -> float:
-        return float(noise.laplace_shares_variance(self.b, m, count))
+        return float(self._shares_variance(self.b, m, count))
 
     def tail_bound(self, m: int, count: int, failure_log2: int) -> float:
-        return noise.laplace_tail_bound(self.b, m, count, failure_log2)
+        return float(self._tail_bound(self.b, m, count, failure_log2))
 
     def privacy(self, honest: int, m: int) -> Privacy | None:
-        # Lap(b) from any m honest shares; more shares are post-processing (infinite divisibility).
-        return Privacy(self.epsilon).assuming(REAL_VALUED) if _honest(honest, m) else None
+        # Lap(b) (DLap(b)) from any m honest shares; more shares are post-processing (infinite divisibility).
+        assumption = "" if self.integer else REAL_VALUED  # integer shares: exactly epsilon-DP on Z
+        return Privacy(self.epsilon, assumption=assumption) if _honest(honest, m) else None
 
 
 @dataclass(frozen=True)
-class DiscreteLaplaceShares(NoiseFamily):
+class DiscreteLaplaceShares(LaplaceShares):
     """Polya(1/m) - Polya(1/m) per party; m shares are exactly DLap(b): epsilon-DP on Z for b = D/epsilon.
 
     >>> DiscreteLaplaceShares(b=1.0, epsilon=1.0).tail_bound(1, 1, 40)
     28.0
     """
 
-    b: float
-    epsilon: float
     name: ClassVar[str] = "discrete-laplace"
-
-    def share(self, rng: Any, m: int, size: Any = ()) -> np.ndarray:
-        return noise.discrete_laplace_share(rng, self.b, m, size=size)
-
-    def shares_variance(self, m: int, count: int) -> float:
-        return float(noise.discrete_laplace_shares_variance(self.b, m, count))
-
-    def tail_bound(self, m: int, count: int, failure_log2: int) -> float:
-        return float(noise.discrete_laplace_tail_bound(self.b, m, count, failure_log2))
-
-    def privacy(self, honest: int, m: int) -> Privacy | None:
-        return Privacy(self.epsilon) if _honest(honest, m) else None
+    integer: ClassVar[bool] = True
+    _share = staticmethod(noise.discrete_laplace_share)
+    _shares_variance = staticmethod(noise.discrete_laplace_shares_variance)
+    _tail_bound = staticmethod(noise.discrete_laplace_tail_bound)
 
 
 @dataclass(frozen=True)
