@@ -290,10 +290,9 @@ class NoiseSource(ABC):
         keys = integer_values("coords", coords, 0, self.k - 1)
         if keys.ndim == 0:
             return self._noise_one(int(keys), t)
-        flat = keys.ravel()
-        if flat.size == 0:
+        if keys.size == 0:
             return np.zeros(keys.shape)
-        distinct, where = np.unique(flat, return_inverse=True)
+        distinct, where = np.unique(keys.ravel(), return_inverse=True)
         noise = self._noise_all(t) if distinct.size == self.k > 1 else self._noise_many(distinct, t)
         return noise[where].reshape(keys.shape)
 

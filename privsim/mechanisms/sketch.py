@@ -229,8 +229,6 @@ class CountSketch(_TableShape):
         [2.0, 0.0]
         """
         k, d = _keys_and_deltas(keys, deltas)
-        if k.size == 0:
-            return
         buckets, signs = self._hashes(k)  # (rows, n)
         _scatter_add(self._counts, buckets + self._row_offsets, signs * d)
 
@@ -476,8 +474,7 @@ class PrivateCountSketch(CountSketch):
         """
         self._check_shared(other)
         if other is self:
-            table = self._release()
-            return np.einsum("ij,ij->i", table, table) - self._width * self._sigma2
+            return super().row_inner(self) - self._width * self._sigma2
         if isinstance(other, PrivateCountSketch) and _same_seed(self._noise_seed, other._noise_seed):
             raise ParameterError(
                 "seed: the two private sketches have the same noise (same seed), so their inner "
