@@ -239,22 +239,20 @@ def headline_study(ns: Sequence[int], epsilon: float = 1.0, t: int = 5, trials: 
             out["bound_quarter"].append(n * (tn + 1) / 4)
             out["bound_half"].append(n * (tn + 1) / 2)
         if proto is None:  # too costly to simulate here: not run
-            for field in ("rmse", "rmse_theory", "messages", "messages_per_party", "rounds"):
-                out[key][field].append(None)
-            continue
-        if progress is not None:
-            progress(f"{proto.name} n={n} trials={r}")
-        # independent randomness per protocol and n (a curator's stream does not depend on n:
-        # with one seed, the central mechanism would add the same noise at every n)
-        stream = np.random.SeedSequence(seed, spawn_key=(list(PROTOCOLS).index(key), n))
-        sub_seed = int(stream.generate_state(1)[0])
-        res = simulate(proto, _half(n), trials=r, seed=sub_seed, t=tn, record=False)
-        entry = out[key]
-        entry["rmse"].append(float(np.sqrt(np.mean(np.square(res.error)))))
-        entry["rmse_theory"].append(PROTOCOLS[key].sd(proto, n, tn))
-        entry["messages"].append(int(res.messages))
-        entry["messages_per_party"].append(res.messages / n)
-        entry["rounds"].append(int(res.rounds))
+            row = dict.fromkeys(out[key])
+        else:
+            if progress is not None:
+                progress(f"{proto.name} n={n} trials={r}")
+            # independent randomness per protocol and n (a curator's stream does not depend on n:
+            # with one seed, the central mechanism would add the same noise at every n)
+            stream = np.random.SeedSequence(seed, spawn_key=(list(PROTOCOLS).index(key), n))
+            sub_seed = int(stream.generate_state(1)[0])
+            res = simulate(proto, _half(n), trials=r, seed=sub_seed, t=tn, record=False)
+            row = {"rmse": float(np.sqrt(np.mean(np.square(res.error)))),
+                   "rmse_theory": PROTOCOLS[key].sd(proto, n, tn), "messages": int(res.messages),
+                   "messages_per_party": res.messages / n, "rounds": int(res.rounds)}
+        for field, value in row.items():
+            out[key][field].append(value)
     out["seconds"] = time.perf_counter() - start
     return out
 

@@ -62,8 +62,7 @@ def _spawn_seeds(seed: SeedLike, n: int) -> list[np.random.SeedSequence]:
     :class:`~numpy.random.SeedSequence`, whose first ``n`` children are returned: the
     same int seed always gives the same children (and so the same hashes and noise).
     """
-    root = as_generator(seed)
-    entropy = root.integers(0, 1 << 32, size=4, dtype=np.uint64).tolist()
+    entropy = as_generator(seed).integers(0, 1 << 32, size=4, dtype=np.uint64).tolist()
     return np.random.SeedSequence(entropy).spawn(n)
 
 
@@ -124,8 +123,7 @@ def _keys_mod_p(keys: ArrayLike) -> NDArray[np.uint64]:
         # take the ints exactly, modulo 2**64 like the int64 view below.
         items = np.asarray(keys, dtype=object)
         if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in items.flat):
-            wrapped = [int(v) % (1 << 64) for v in items.flat]
-            arr = np.array(wrapped, dtype=np.uint64).reshape(items.shape)
+            arr = np.array([int(v) % (1 << 64) for v in items.flat], dtype=np.uint64).reshape(items.shape)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise InputError(f"keys must be integers (got dtype {arr.dtype})")
     if np.issubdtype(arr.dtype, np.signedinteger):
@@ -162,8 +160,7 @@ class PolynomialHash:
     def __init__(self, independence: int, shape: int | Sequence[int], seed: SeedLike = None) -> None:
         k = _checks.integer("independence", independence, 1, 7)
         batch = _checks.shape("shape", shape)
-        rng = as_generator(seed)
-        self._coefficients = rng.integers(0, MERSENNE_PRIME, size=(k, *batch), dtype=np.uint64)
+        self._coefficients = as_generator(seed).integers(0, MERSENNE_PRIME, size=(k, *batch), dtype=np.uint64)
 
     @property
     def independence(self) -> int:

@@ -254,13 +254,12 @@ class JoinSizeEstimator(_ContinualSketch):
             raise ParameterError(f"T: all T={self._T} update steps are used; build with a larger T")
         self._t += 1
         buckets, signs = self._hash(k)  # (R, rows, n)
-        cells = buckets + self._row_offsets + which * self._cells  # counter index within a trial
-        trial_offsets = (np.arange(cells.shape[0], dtype=np.intp) * self._counts.shape[1])[:, None, None]
-        _scatter_add(self._counts, cells + trial_offsets, signs * d[:, None, :])
+        trial_offsets = (np.arange(buckets.shape[0], dtype=np.intp) * self._counts.shape[1])[:, None, None]
+        cells = buckets + self._row_offsets + which * self._cells + trial_offsets  # flat counter index
+        _scatter_add(self._counts, cells, signs * d[:, None, :])
         if self._refresh == "touched":
             if self._t == 1:
                 self._noisy = self._counts + self._noise.at(1)  # the sketches' initial release
-                self._read_at = 0
             else:
                 touched = np.broadcast_to(d[:, None, :] != 0, cells.shape)
                 self._refresh_touched(which, cells, touched)
@@ -298,8 +297,7 @@ class JoinSizeEstimator(_ContinualSketch):
                 self._read_at = self._t
             return
         mask = np.zeros(self._counts.shape, dtype=bool)
-        trial = np.broadcast_to(np.arange(cells.shape[0])[:, None, None], cells.shape)
-        mask[trial[touched], cells[touched]] = True
+        np.put(mask, cells[touched], True)  # cells are flat indices into the (R, 2 k b) counters
         self._noisy = np.where(mask, self._counts + self._noise.at(self._t), self._noisy)
         self._read_at = 0
 

@@ -274,8 +274,7 @@ class RangeCounter(_ContinualSketch):
             self._T: int | None = None
             self._h = 0
             self._sigma2 = sensitivity2 / (2.0 * self._rho)  # Theorem D.2: s^2 = r L^d / (2 rho)
-            rng = np.random.Generator(np.random.PCG64(noise_seed))
-            self._noise = np.sqrt(self._sigma2) * rng.standard_normal(shape)
+            self._noise = np.sqrt(self._sigma2) * np.random.default_rng(noise_seed).standard_normal(shape)
             self._tree: CounterNoise | None = None
         else:
             self._h = tree_height(T, minimum=2)
@@ -283,12 +282,10 @@ class RangeCounter(_ContinualSketch):
             # Section 2 / appendix B with Delta^2 = r L^d: s_node^2 = Delta^2 (h + 2) / (8 rho)
             # (the paper's tree; exact or BLT: the scale that spends the same rho exactly).
             self._sigma2 = sketch_scale(noise, self._T, self._rho, sensitivity2, calibration)
-            cells = self._C * self._rows * self._width
             # One structure reads the few counters of a query (FastGaMe); R at once read every
             # counter (in lockstep), or with a declared box every counter the box reads.
             self._box = None if box is None or self._trials is None else self._box_cells(*box)
-            if self._box is not None:
-                cells = self._box[2].shape[1]
+            cells = self._C * self._rows * self._width if self._box is None else self._box[2].shape[1]
             self._tree = counter_noise(self._T, self._sigma2, cells, trials=self._trials,
                                        sparse=self._trials is None, seed=noise_seed, kind=noise)
 
