@@ -265,3 +265,19 @@ def test_rho_is_refused_where_the_family_does_not_read_it():
     with pytest.raises(ParameterError, match="noise must be one of"):
         SecureSum(noise="binomial")
     assert ALPHA == 1e-4
+
+
+def test_discrete_gaussian_sample_of_one_output_and_its_fallback(monkeypatch):
+    # size=() is the documented default (it raised numpy's "nonzero on 0d arrays"); with one
+    # candidate per output the rare no-candidate-accepted path runs, for every shape.
+    from privsim.mechanisms import integer_noise
+
+    one = integer_noise.discrete_gaussian_sample(np.random.default_rng(1), 4.0)
+    assert np.shape(one) == () and np.asarray(one).dtype == np.int64
+    monkeypatch.setattr(integer_noise, "_candidates_per_output", lambda sigma2: 1)
+    for size in [(), (400,), (20, 30)]:
+        x = np.asarray(integer_noise.discrete_gaussian_sample(np.random.default_rng(2), 4.0, size=size))
+        assert x.shape == size and x.dtype == np.int64
+    # the fallback still draws N_Z(0, 4): variance 4 within 5 sigma (Var of a sample variance ~ 2 sigma^4 / N)
+    x = np.asarray(integer_noise.discrete_gaussian_sample(np.random.default_rng(3), 4.0, size=20000), dtype=float)
+    assert abs(x.var() - 4.0) < 5 * 4.0 * np.sqrt(2 / x.size)

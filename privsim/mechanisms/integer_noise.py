@@ -253,7 +253,8 @@ def discrete_gaussian_sample(rng: np.random.Generator, sigma2: float, size: Any 
     y, accept = _candidates(rng, sigma2, t, (*size, _candidates_per_output(sigma2)))
     seeds = np.asarray(rng.integers(0, 2**63 - 1, size=size, dtype=np.int64))
     out = np.take_along_axis(y, np.argmax(accept, axis=-1)[..., None], axis=-1)[..., 0]  # the first accepted
-    for index in zip(*np.nonzero(~accept.any(axis=-1))):  # none accepted: probability <= 2^-17 per output
+    # none accepted: probability <= 2^-17 per output (argwhere, unlike nonzero, also takes size=())
+    for index in map(tuple, np.argwhere(~accept.any(axis=-1))):
         local = np.random.default_rng(int(seeds[index]))
         while True:
             yy, ok = _candidates(local, sigma2, t, (1,))
