@@ -135,13 +135,10 @@ def harary_neighbours(n: int, k: int, seed: int) -> list[list[int]]:
     if k >= n - 1:
         return [[v for v in range(n) if v != u] for u in range(n)]
     perm = np.random.default_rng(np.random.SeedSequence([seed, n, k])).permutation(n)
-    out: list[set[int]] = [set() for _ in range(n)]
-    for i in range(n):
-        for d in range(1, k // 2 + 1):
-            a, b = int(perm[i]), int(perm[(i + d) % n])
-            out[a].add(b)
-            out[b].add(a)
-    return [sorted(s) for s in out]
+    steps = np.arange(1, k // 2 + 1)
+    nb = np.empty((n, 2 * steps.size), dtype=np.int64)
+    nb[perm] = perm[(np.arange(n)[:, None] + np.concatenate([steps, -steps])) % n]  # perm[i]: perm[i +- d], d <= k/2
+    return np.sort(nb, axis=1).tolist()
 
 
 def choose_k(n: int, gamma: float, tolerate: float, sigma: int = 40, eta: int = 20) -> tuple[int, int]:
@@ -447,13 +444,11 @@ class SecAgg(DistributedNoiseSum):
 
     def run_counts(self, outputs: dict, n: int, t: int) -> dict[str, np.ndarray]:
         """``absent_messages`` per trial: what the dropped clients would have sent (see the module docstring)."""
-        nbs = self.neighbours(n)
+        nb = self.neighbour_array(n)  # (n, k): the run itself needs a regular graph (_unmask)
         drops = np.stack([np.asarray(outputs[u]) for u in range(n)], axis=1)  # (R, n): stage index of the stop
         advertised = drops > 0
-        absent = np.zeros(drops.shape[0], dtype=np.int64)
-        for u in range(n):
-            shared = drops[:, u] > 1
-            absent += np.where(shared, (~advertised[:, nbs[u]]).sum(axis=1), len(nbs[u]))  # share-keys
+        # share-keys: n k shares, less those sent (by a client that shared, to each neighbour that advertised)
+        absent = nb.size - np.count_nonzero((drops > 1)[:, :, None] & np.take(advertised, nb, axis=1), axis=(1, 2))
         others = np.delete(np.arange(len(self.stages)), 1)  # one message to the server at every other stage
         return {"absent_messages": absent + (drops[:, :, None] <= others).sum(axis=(1, 2))}
 

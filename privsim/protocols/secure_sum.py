@@ -306,11 +306,9 @@ class DistributedNoiseSum(IntegerInputs):
         """
         if self.fixed_point:
             return self.scale
-        if self.noise not in GRANULAR_NOISES:
-            return 1
-        if self.granularity > 0:
+        if self.granularity > 0:  # validate: only with the granular noises
             return int(round(1.0 / self.granularity))
-        if self.family.exact:  # calibrated to the exact law: the integers are best
+        if self.noise not in GRANULAR_NOISES or self.family.exact:  # exact: calibrated to its law, integers are best
             return 1
         central = self.sensitivity**2 / (2.0 * self.family.rho)
         need = max(2.0**12, 4.0 * self.shares_count(n, t)) / central
