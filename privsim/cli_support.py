@@ -163,11 +163,6 @@ def check_resources(n: int, trials: int, build: Callable[[], T], *, executor: st
 
 
 # ------------------------------------------------------------------ progress
-def _stderr_console(force: bool) -> Console:
-    width = min(WIDTH, Console(stderr=True).width)
-    return Console(stderr=True, width=width, force_terminal=True if force else None)
-
-
 @contextmanager
 def progress_bar(total: int, label: str, *, unit: str = "batches", batches: int | None = None,
                  enabled: bool | None = None) -> Iterator[Callable[[int, int], None]]:
@@ -196,8 +191,9 @@ def progress_bar(total: int, label: str, *, unit: str = "batches", batches: int 
         WORK["done"] = batches_done if batches_done is not None else WORK["done"] + 1
         if state["bar"] is None and show and time.perf_counter() - state["start"] >= delay:
             bar = Progress(TextColumn(text), BarColumn(bar_width=16), TaskProgressColumn(), MofNCompleteColumn(),
-                           TextColumn(unit), TimeRemainingColumn(), console=_stderr_console(enabled is True),
-                           transient=False, expand=False)
+                           TextColumn(unit), TimeRemainingColumn(), transient=False, expand=False,
+                           console=Console(stderr=True, width=min(WIDTH, Console(stderr=True).width),
+                                           force_terminal=True if enabled is True else None))
             bar.start()
             state["bar"], state["task"] = bar, bar.add_task(text, total=total)
         if state["bar"] is not None:

@@ -140,11 +140,6 @@ def schedule_figure(schedule: Any, t: int, coalition: Any = (), seed: int = 0) -
     return fig
 
 
-def _per_round_bits(res: Any) -> list[int]:
-    return [sum(message_bits(v, res.trials) for inbox in rnd.values() for v in inbox.values())
-            for rnd in (res.transcript or [])]
-
-
 def _cost_figure(messages: list[int], bits: list[int]) -> Any:
     fig = new_figure(9, 2.8)
     for ax, values, colour, title in zip(fig.subplots(1, 2), (messages, bits), (_POPULAR, _LONELY),
@@ -218,7 +213,8 @@ def build_report(spec: RunSpec, *, trials: int | None = None) -> str:
     graph = _svg(schedule_figure(sched, res.t, members, seed=res.seed or 0))
     sections.append(_section("schedule", "Schedule", f"<div class='fig'>{graph}{facts}</div>"))
 
-    bits = _per_round_bits(small)
+    bits = [sum(message_bits(v, small.trials) for inbox in rnd.values() for v in inbox.values())
+            for rnd in (small.transcript or [])]  # per round, of the recorded run's values
     note = (f"<p>Bits per round are those of the recorded run's values (they add up to {sum(bits)}; the run "
             f"counted {res.bits} bits, including any sizes a protocol declares itself).</p>")
     totals = _table([("messages per run", res.messages), ("bits per run", res.bits), ("rounds", res.rounds)])
