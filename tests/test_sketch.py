@@ -316,3 +316,12 @@ def test_empty_inputs() -> None:
     cs.update(np.zeros(0, dtype=np.int64), [])
     assert cs.estimate([]).shape == (0,) and cs.row_estimates([]).shape == (3, 0)
     assert not cs.table.any()
+
+
+def test_two_private_sketches_with_one_noise_seed_are_refused() -> None:
+    # Equal seeds give equal noise, whose product biases <CS(x), CS(y)>; a plain sketch has no noise.
+    a = PrivateCountSketch(3, 16, 1e-6, seed=2)
+    with pytest.raises(ParameterError, match="same noise"):
+        a.row_inner(PrivateCountSketch(3, 16, 1e-6, seed=2, hashes=a.hashes))
+    assert a.row_inner(PrivateCountSketch(3, 16, 1e-6, seed=3, hashes=a.hashes)).shape == (3,)
+    assert a.row_inner(CountSketch(3, 16, seed=2, hashes=a.hashes)).shape == (3,)

@@ -475,13 +475,10 @@ class PrivateCountSketch(CountSketch):
         self._check_shared(other)
         if other is self:
             return super().row_inner(self) - self._width * self._sigma2
-        if isinstance(other, PrivateCountSketch) and _same_seed(self._noise_seed, other._noise_seed):
+        a, b = self._noise_seed, other._noise_seed  # equal seed sequences: the same noise
+        if isinstance(other, PrivateCountSketch) and (a.entropy, a.spawn_key) == (b.entropy, b.spawn_key):
             raise ParameterError(
                 "seed: the two private sketches have the same noise (same seed), so their inner "
                 "product is biased; build them with different seeds and share hashes with hashes="
             )
         return super().row_inner(other)
-
-
-def _same_seed(a: np.random.SeedSequence, b: np.random.SeedSequence) -> bool:
-    return bool(a.entropy == b.entropy and a.spawn_key == b.spawn_key)
