@@ -281,3 +281,14 @@ def test_discrete_gaussian_sample_of_one_output_and_its_fallback(monkeypatch):
     # the fallback still draws N_Z(0, 4): variance 4 within 5 sigma (Var of a sample variance ~ 2 sigma^4 / N)
     x = np.asarray(integer_noise.discrete_gaussian_sample(np.random.default_rng(3), 4.0, size=20000), dtype=float)
     assert abs(x.var() - 4.0) < 5 * 4.0 * np.sqrt(2 / x.size)
+
+
+@pytest.mark.parametrize("name", [f for f in noise_families.FAMILIES if f != "none"])
+def test_every_family_refuses_a_share_count_below_one(name):
+    # Skellam divided by m unchecked (ZeroDivisionError); every family now names the argument.
+    family = noise_families.noise_family(name, sensitivity=1.0, epsilon=1.0, delta=1e-6)
+    rng = np.random.default_rng(0)
+    for call in (lambda: family.share(rng, 0), lambda: family.shares_variance(0, 1),
+                 lambda: family.tail_bound(0, 3, 40), lambda: family.shares_variance(2, 0)):
+        with pytest.raises(ParameterError, match="must be an integer >= 1"):
+            call()

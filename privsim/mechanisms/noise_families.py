@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privsim.errors import ParameterError
-from privsim.mechanisms import noise
+from privsim.mechanisms import _checks, noise
 from privsim.mechanisms._lazy import on_use
 from privsim.privacy import Privacy
 
@@ -278,7 +278,7 @@ class DiscreteGaussianShares(NoiseFamily):
         return integer_noise.discrete_gaussian_sample(rng, self.local_sigma2(m), size=size)
 
     def shares_variance(self, m: int, count: int) -> float:
-        return count * integer_noise.discrete_gaussian_variance(self.local_sigma2(m))
+        return _checks.integer("count", count, 1) * integer_noise.discrete_gaussian_variance(self.local_sigma2(m))
 
     def tail_bound(self, m: int, count: int, failure_log2: int) -> float:
         return float(integer_noise.discrete_gaussian_tail_bound(self.local_sigma2(m), count, failure_log2))
@@ -326,10 +326,10 @@ class SkellamShares(NoiseFamily):
         return _integral(self.sensitivity) is not None
 
     def share(self, rng: Any, m: int, size: Any = ()) -> np.ndarray:
-        return integer_noise.skellam_share(rng, self.mu / m, size=size)
+        return integer_noise.skellam_share(rng, self.mu / _checks.integer("m", m, 1), size=size)
 
     def shares_variance(self, m: int, count: int) -> float:
-        return self.mu * count / m
+        return self.mu * _checks.integer("count", count, 1) / _checks.integer("m", m, 1)
 
     def tail_bound(self, m: int, count: int, failure_log2: int) -> float:
         return float(integer_noise.skellam_tail_bound(self.shares_variance(m, count), failure_log2))
